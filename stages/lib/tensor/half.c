@@ -1,0 +1,82 @@
+/* half.c — float16 / bfloat16 / TF32 rounding by integer arithmetic on the
+ * IEEE bit patterns (no reliance on the compiler's _Float16). */
+#include "tensor/half.h"
+
+uint16_t f32_to_f16(float f)
+{
+    uint32_t x = f32_bits(f);
+    uint32_t sign = (x >> 16) & 0x8000u;
+    uint32_t exp = (x >> 23) & 0xffu;
+    uint32_t man = x & 0x7fffffu;
+    if (exp == 0xff) {                         /* inf or NaN: keep NaN quiet and non-zero */
+        if (man) return (uint16_t)(sign | 0x7e00u | (man >> 13));
+        return (uint16_t)(sign | 0x7c00u);
+    }
+    int e = (int)exp - 127 + 15;
+    if (e >= 31) return (uint16_t)(sign | 0x7c00u);        /* overflow -> inf */
+    if (e <= 0) {                                           /* subnormal or zero */
+        if (e < -10) return (uint16_t)sign;                 /* below half the smallest subnormal */
+        uint32_t m = man | 0x800000u;
+        int shift = 14 - e;                                 /* 14..24 */
+        uint32_t q = m >> shift;
+        uint32_t rem = m & ((1u << shift) - 1);
+        uint32_t halfway = 1u << (shift - 1);
+        if (rem > halfway || (rem == halfway && (q & 1))) q++;
+        return (uint16_t)(sign | q);                        /* q may carry into the exponent: correct */
+    }
+    uint32_t q = ((uint32_t)e << 10) | (man >> 13);
+    uint32_t rem = man & 0x1fffu;
+    if (rem > 0x1000u || (rem == 0x1000u && (q & 1))) q++; /* carry may reach inf: correct */
+    return (uint16_t)(sign | q);
+}
+
+float f16_to_f32(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+    uint32_t exp = (h >> 10) & 0x1fu;
+    uint32_t man = h & 0x3ffu;
+    if (exp == 0x1f) return bits_f32(sign | 0x7f800000u | (man << 13));
+    if (exp == 0) {
+        if (!man) return bits_f32(sign);
+        int e = -1;                                 /* normalise the subnormal */
+        do { man <<= 1; e++; } while (!(man & 0x400u));
+        man &= 0x3ffu;
+        return bits_f32(sign | ((uint32_t)(127 - 15 - e) << 23) | (man << 13));
+    }
+    return bits_f32(sign | ((exp + 127 - 15) << 23) | (man << 13));
+}
+
+uint16_t f32_to_bf16(float f)
+{
+    uint32_t x = f32_bits(f);
+    if ((x & 0x7f800000u) == 0x7f800000u && (x & 0x7fffffu))
+        return (uint16_t)((x >> 16) | 0x40u);       /* NaN stays NaN (quiet) */
+    uint32_t lsb = (x >> 16) & 1u;
+    x += 0x7fffu + lsb;                             /* RNE; overflow rounds to inf */
+    return (uint16_t)(x >> 16);
+}
+
+float f32_round_tf32(float f)
+{
+    uint32_t x = f32_bits(f);
+    if ((x & 0x7f800000u) == 0x7f800000u) return f;  /* inf, NaN unchanged */
+    uint32_t lsb = (x >> 13) & 1u;
+    x += 0xfffu + lsb;
+    x &= ~0x1fffu;
+    return bits_f32(x);
+}
+
+void round_f16_inplace(float *x, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++) x[i] = f32_round_f16(x[i]);
+}
+
+void round_bf16_inplace(float *x, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++) x[i] = f32_round_bf16(x[i]);
+}
+
+void round_tf32_inplace(float *x, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++) x[i] = f32_round_tf32(x[i]);
+}

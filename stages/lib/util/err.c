@@ -1,0 +1,86 @@
+/* err.c — error values and the allocation wrappers every module uses. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "util/err.h"
+
+int perr_set(perr_t *e, int code, const char *fmt, ...)
+{
+    if (!e || e->code)
+        return -1;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(e->msg, sizeof e->msg, fmt, ap);
+    va_end(ap);
+    e->code = code;
+    return -1;
+}
+
+int perr_prefix(perr_t *e, const char *fmt, ...)
+{
+    char pre[512], old[sizeof e->msg];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(pre, sizeof pre, fmt, ap);
+    va_end(ap);
+    memcpy(old, e->msg, sizeof old);
+    snprintf(e->msg, sizeof e->msg, "%s%s", pre, old);
+    return -1;
+}
+
+void perr_die(const char *prog, const perr_t *e)
+{
+    fprintf(stderr, "%s: %s\n", prog, e->msg[0] ? e->msg : "unknown error");
+    exit(e->code ? e->code : EXIT_INTERNAL);
+}
+
+void die_usage(const char *prog, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "%s: ", prog);
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, " (see %s --help)\n", prog);
+    va_end(ap);
+    exit(EXIT_BADINPUT);
+}
+
+static void die_oom(size_t n)
+{
+    fprintf(stderr, "parity: out of memory allocating %zu bytes\n", n);
+    exit(EXIT_INTERNAL);
+}
+
+void *xmalloc(size_t n)
+{
+    void *p = malloc(n ? n : 1);
+    if (!p) die_oom(n);
+    return p;
+}
+
+void *xcalloc(size_t n, size_t size)
+{
+    void *p = calloc(n ? n : 1, size ? size : 1);
+    if (!p) die_oom(n * size);
+    return p;
+}
+
+void *xrealloc(void *p, size_t n)
+{
+    p = realloc(p, n ? n : 1);
+    if (!p) die_oom(n);
+    return p;
+}
+
+char *xstrdup(const char *s)
+{
+    return xstrndup(s, strlen(s));
+}
+
+char *xstrndup(const char *s, size_t n)
+{
+    char *p = xmalloc(n + 1);
+    memcpy(p, s, n);
+    p[n] = 0;
+    return p;
+}

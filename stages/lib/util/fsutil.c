@@ -1,0 +1,211 @@
+/* fsutil.c — atomic writes, whole-file reads, reversible names, folder lists. */
+#include <dirent.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "util/fsutil.h"
+
+int atomic_open(atomic_file_t *af, const char *path, perr_t *e)
+{
+    memset(af, 0, sizeof *af);
+    af->path = xstrdup(path);
+    size_t n = strlen(path) + 32;
+    af->tmp = xmalloc(n);
+    snprintf(af->tmp, n, "%s.tmp.%ld", path, (long)getpid());
+    af->f = fopen(af->tmp, "wb");
+    if (!af->f) {
+        BAD(e, "%s: cannot create: %s", path, strerror(errno));
+        free(af->path); free(af->tmp);
+        af->path = af->tmp = NULL;
+        return -1;
+    }
+    return 0;
+}
+
+int atomic_commit(atomic_file_t *af, perr_t *e)
+{
+    int bad = ferror(af->f);
+    if (fflush(af->f) != 0) bad = 1;
+    if (fclose(af->f) != 0) bad = 1;
+    af->f = NULL;
+    if (bad || rename(af->tmp, af->path) != 0) {
+        BAD(e, "%s: write failed: %s", af->path, strerror(errno));
+        unlink(af->tmp);
+        free(af->path); free(af->tmp);
+        return -1;
+    }
+    free(af->path); free(af->tmp);
+    af->path = af->tmp = NULL;
+    return 0;
+}
+
+void atomic_abort(atomic_file_t *af)
+{
+    if (af->f) fclose(af->f);
+    if (af->tmp) unlink(af->tmp);
+    free(af->path); free(af->tmp);
+    memset(af, 0, sizeof *af);
+}
+
+int atomic_write(const char *path, const void *data, size_t n, perr_t *e)
+{
+    atomic_file_t af;
+    if (atomic_open(&af, path, e)) return -1;
+    if (n && fwrite(data, 1, n, af.f) != n) {
+        atomic_abort(&af);
+        return BAD(e, "%s: write failed", path);
+    }
+    return atomic_commit(&af, e);
+}
+
+int read_file(const char *path, char **out, size_t *n, perr_t *e)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return BAD(e, "%s: cannot open: %s", path, strerror(errno));
+    size_t cap = 1 << 16, len = 0;
+    char *buf = xmalloc(cap);
+    for (;;) {
+        if (len + 1 >= cap) buf = xrealloc(buf, cap *= 2);
+        size_t r = fread(buf + len, 1, cap - len - 1, f);
+        len += r;
+        if (r == 0) break;
+    }
+    int err = ferror(f);
+    fclose(f);
+    if (err) {
+        free(buf);
+        return BAD(e, "%s: read error", path);
+    }
+    buf[len] = 0;
+    *out = buf;
+    if (n) *n = len;
+    return 0;
+}
+
+int mkdir_p(const char *path, perr_t *e)
+{
+    char *p = xstrdup(path);
+    for (char *s = p + 1; ; s++) {
+        if (*s == '/' || *s == 0) {
+            char c = *s;
+            *s = 0;
+            if (mkdir(p, 0777) != 0 && errno != EEXIST) {
+                int er = errno;
+                free(p);
+                return BAD(e, "%s: cannot create folder: %s", path, strerror(er));
+            }
+            *s = c;
+            if (!c) break;
+        }
+    }
+    free(p);
+    if (!is_dir(path)) return BAD(e, "%s: not a folder", path);
+    return 0;
+}
+
+int is_dir(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+int file_exists(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0;
+}
+
+char *path_join(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    char *p = xmalloc(la + lb + 2);
+    memcpy(p, a, la);
+    size_t k = la;
+    if (la && a[la - 1] != '/') p[k++] = '/';
+    memcpy(p + k, b, lb + 1);
+    return p;
+}
+
+static int is_plain(char c)
+{
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+           c == '.' || c == '_' || c == '-';
+}
+
+char *name_encode(const char *name)
+{
+    size_t n = strlen(name);
+    char *out = xmalloc(3 * n + 1), *o = out;
+    static const char hex[] = "0123456789ABCDEF";
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)name[i];
+        if (is_plain((char)c) && !(i == 0 && c == '.')) {
+            *o++ = (char)c;
+        } else {
+            *o++ = '%';
+            *o++ = hex[c >> 4];
+            *o++ = hex[c & 15];
+        }
+    }
+    *o = 0;
+    return out;
+}
+
+static int hexval(char c)
+{
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    return -1;
+}
+
+char *name_decode(const char *file)
+{
+    size_t n = strlen(file);
+    char *out = xmalloc(n + 1), *o = out;
+    for (size_t i = 0; i < n; i++) {
+        if (file[i] == '%') {
+            if (i + 2 >= n) { free(out); return NULL; }
+            int h = hexval(file[i + 1]);
+            int l = h < 0 ? -1 : hexval(file[i + 2]);
+            if (h < 0 || l < 0) { free(out); return NULL; }
+            *o++ = (char)(h * 16 + l);
+            i += 2;
+        } else {
+            *o++ = file[i];
+        }
+    }
+    *o = 0;
+    return out;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int list_dir(const char *path, char ***names, perr_t *e)
+{
+    DIR *d = opendir(path);
+    if (!d) return BAD(e, "%s: cannot open folder: %s", path, strerror(errno));
+    int n = 0, cap = 16;
+    char **v = xmalloc(cap * sizeof *v);
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..")) continue;
+        if (n == cap) v = xrealloc(v, (cap *= 2) * sizeof *v);
+        v[n++] = xstrdup(de->d_name);
+    }
+    closedir(d);
+    qsort(v, n, sizeof *v, cmp_str);
+    *names = v;
+    return n;
+}
+
+void free_list(char **names, int n)
+{
+    for (int i = 0; i < n; i++) free(names[i]);
+    free(names);
+}

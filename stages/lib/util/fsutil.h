@@ -1,0 +1,43 @@
+/* fsutil.h — atomic output files, reading whole files, reversible tensor-name
+ * file names. Every stage writes through here so an interrupted run never
+ * leaves a file that looks complete. */
+#ifndef PARITY_FSUTIL_H
+#define PARITY_FSUTIL_H
+
+#include <stddef.h>
+#include <stdio.h>
+#include "util/err.h"
+
+/* An output file being written: data goes to a temporary file in the same
+ * folder; atomic_commit() fsyncs and renames it into place, atomic_abort()
+ * removes it. */
+typedef struct atomic_file {
+    FILE *f;
+    char *path;
+    char *tmp;
+} atomic_file_t;
+
+int atomic_open(atomic_file_t *af, const char *path, perr_t *e);
+int atomic_commit(atomic_file_t *af, perr_t *e);
+void atomic_abort(atomic_file_t *af);
+/* Writes a whole buffer atomically. */
+int atomic_write(const char *path, const void *data, size_t n, perr_t *e);
+
+/* Reads a whole file; *out is NUL-terminated (not counted in *n). */
+int read_file(const char *path, char **out, size_t *n, perr_t *e);
+int mkdir_p(const char *path, perr_t *e);
+int is_dir(const char *path);
+int file_exists(const char *path);
+char *path_join(const char *a, const char *b);   /* malloc'd */
+
+/* Tensor names contain '/' and ':'; file names keep [A-Za-z0-9._-] and
+ * percent-encode every other byte (and a leading '.'), so the mapping is
+ * reversible. Both return malloc'd strings; decode returns NULL on a bad escape. */
+char *name_encode(const char *name);
+char *name_decode(const char *file);
+
+/* Sorted list of directory entries (not . or ..); returns count or -1. */
+int list_dir(const char *path, char ***names, perr_t *e);
+void free_list(char **names, int n);
+
+#endif
