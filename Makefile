@@ -38,7 +38,7 @@ PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 
 ALL_CFLAGS  = -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -Wno-sign-compare \
-              -MMD -MP -Istages/lib -I$(GEN) $(PKG_CFLAGS) $(SANFLAGS) $(CFLAGS)
+              -MMD -MP -Istages/lib -Itests -I$(GEN) $(PKG_CFLAGS) $(SANFLAGS) $(CFLAGS)
 ALL_LDFLAGS = $(SANFLAGS) $(LDFLAGS)
 LIBS        = $(PKG_LIBS) -lm -lpthread
 
