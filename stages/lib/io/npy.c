@@ -93,9 +93,9 @@ int npy_parse(const void *buf, size_t n, const char *what, tensor_t *t, perr_t *
     }
     if (hlen > n - off) return BAD(e, "%s: truncated .npy header", what);
     char *h = xstrndup((const char *)b + off, hlen);
-    dtype_t dt;
-    int ndim;
-    int64_t dims[TENSOR_MAX_DIMS];
+    dtype_t dt = DT_UNDEFINED;
+    int ndim = 0;
+    int64_t dims[TENSOR_MAX_DIMS] = {0};
     int rc = parse_header(h, what, &dt, &ndim, dims, e);
     free(h);
     if (rc) return -1;
