@@ -115,7 +115,7 @@ test: tools
 	  $(PROVE) -j2 $(if $(V),-v) $(filter $(O)/tests/unit/%,$(TEST_BINS)) $(TEST_SCRIPTS) tests/conformance/conformance.t
 
 conformance: tools
-	$(Q)PARITY_BIN=$(CURDIR)/$(O)/bin PARITY_TESTS=$(CURDIR)/$(O)/tests $(PROVE) -v tests/conformance/conformance.t
+	$(Q)PARITY_BIN=$(CURDIR)/$(O)/bin PARITY_TESTS=$(CURDIR)/$(O)/tests CONFORMANCE_FILTER=$(FILTER) $(PROVE) -v tests/conformance/conformance.t
 
 bench: tools
 	$(Q)for b in bench/*.sh; do [ -x "$$b" ] && PARITY_BIN=$(CURDIR)/$(O)/bin "$$b" || exit $$?; done

@@ -42,6 +42,8 @@ void graph_free(graph_t *g)
     for (int i = 0; i < g->n_opsets; i++) free(g->opsets[i].domain);
     for (int i = 0; i < g->n_keep; i++)
         protobuf_c_message_free_unpacked(g->keep[i], NULL);
+    for (int i = 0; i < g->n_attr_copies; i++) free(g->attr_copies[i]);
+    free(g->attr_copies);
     free(g->keep); free(g->opsets);
     free(g->vals); free(g->nodes); free(g->inputs); free(g->outputs);
     free(g->source);

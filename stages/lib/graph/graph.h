@@ -64,6 +64,8 @@ typedef struct graph {
     char *source;        /* file it came from, for messages */
     /* protobuf messages whose attributes nodes point into */
     void **keep; int n_keep;
+    /* renamed attribute copies made while inlining functions (free()d) */
+    Onnx__AttributeProto **attr_copies; int n_attr_copies;
 } graph_t;
 
 graph_t *graph_new(const char *source);

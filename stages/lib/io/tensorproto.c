@@ -4,6 +4,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include "io/tensorproto.h"
 #include "util/fsutil.h"
 
@@ -49,6 +50,15 @@ static int read_external(const Onnx__TensorProto *p, const char *model_dir, size
         free(path);
         return BAD(e, "initializer '%s': external data length %lld, expected %zu", tp_name(p), len, want);
     }
+    if (!dst) {   /* size check only, before anything is allocated */
+        struct stat st;
+        int rc = 0;
+        if (stat(path, &st) != 0 || off < 0 || (unsigned long long)st.st_size < (unsigned long long)off + want)
+            rc = BAD(e, "initializer '%s': external data '%s' is shorter than %zu bytes at offset %lld",
+                     tp_name(p), loc, want, off);
+        free(path);
+        return rc;
+    }
     FILE *f = fopen(path, "rb");
     int rc = 0;
     if (!f || off < 0 || fseek(f, off, SEEK_SET) != 0 || fread(dst, 1, want, f) != want)
@@ -72,10 +82,30 @@ int tensorproto_to_tensor(const Onnx__TensorProto *p, const char *model_dir, ten
         return BAD(e, "tensor '%s': external data without a location", tp_name(p));
     int64_t dims[TENSOR_MAX_DIMS];
     for (size_t i = 0; i < p->n_dims; i++) dims[i] = p->dims[i];
+    if (tensor_check_shape(dt, (int)p->n_dims, dims, e))
+        return perr_prefix(e, "tensor '%s': ", tp_name(p));
+    tensor_t shape = {.dtype = dt, .ndim = (int)p->n_dims};
+    memcpy(shape.dims, dims, sizeof dims);
+    int64_t n = tensor_numel(&shape);
+    size_t bytes = tensor_nbytes(&shape), es = dtype_size(dt);
+    /* Check the stored size before allocating: a declared 2^40-element
+     * initializer with no data behind it must fail, not allocate. */
+    if (!p->n_external_data && p->has_raw_data && p->raw_data.len != bytes)
+        return BAD(e, "tensor '%s': raw_data has %zu bytes, shape needs %zu", tp_name(p), p->raw_data.len, bytes);
+    size_t have;
+    switch (dt) {
+    case DT_FLOAT: have = p->n_float_data; break;
+    case DT_DOUBLE: have = p->n_double_data; break;
+    case DT_INT64: have = p->n_int64_data; break;
+    case DT_UINT32: case DT_UINT64: have = p->n_uint64_data; break;
+    default: have = p->n_int32_data; break;
+    }
+    if (!p->n_external_data && !p->has_raw_data && (int64_t)have != n)
+        return BAD(e, "tensor '%s': %zu stored values, shape needs %lld", tp_name(p), have, (long long)n);
+    if (p->n_external_data && read_external(p, model_dir, bytes, NULL, e))
+        return -1;
     if (tensor_alloc(t, dt, (int)p->n_dims, dims, e))
         return perr_prefix(e, "tensor '%s': ", tp_name(p));
-    int64_t n = tensor_numel(t);
-    size_t bytes = tensor_nbytes(t), es = dtype_size(dt);
     if (p->n_external_data) {
         if (read_external(p, model_dir, bytes, t->data, e)) goto fail;
         return 0;
@@ -87,18 +117,6 @@ int tensorproto_to_tensor(const Onnx__TensorProto *p, const char *model_dir, ten
         }
         if (bytes) memcpy(t->data, p->raw_data.data, bytes);
         return 0;
-    }
-    size_t have;
-    switch (dt) {
-    case DT_FLOAT: have = p->n_float_data; break;
-    case DT_DOUBLE: have = p->n_double_data; break;
-    case DT_INT64: have = p->n_int64_data; break;
-    case DT_UINT32: case DT_UINT64: have = p->n_uint64_data; break;
-    default: have = p->n_int32_data; break;
-    }
-    if ((int64_t)have != n) {
-        BAD(e, "tensor '%s': %zu stored values, shape needs %lld", tp_name(p), have, (long long)n);
-        goto fail;
     }
     for (int64_t i = 0; i < n; i++) {
         char *d = (char *)t->data + i * es;

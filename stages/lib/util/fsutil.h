@@ -40,4 +40,10 @@ char *name_decode(const char *file);
 int list_dir(const char *path, char ***names, perr_t *e);
 void free_list(char **names, int n);
 
+/* Folder outputs: fill the folder returned by dir_stage_begin (DIR.tmp.PID),
+ * then dir_stage_commit swaps it into place (frees tmp). */
+char *dir_stage_begin(const char *final, perr_t *e);
+int dir_stage_commit(char *tmp, const char *final, perr_t *e);
+int remove_tree(const char *path);
+
 #endif

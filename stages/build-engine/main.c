@@ -1,0 +1,61 @@
+/* build-engine — turns an ONNX model into a parity engine file.
+ *
+ *   build-engine MODEL.onnx -o ENGINE [--input-shape NAME=1x3x320x320]...
+ *                [--precision fp32|tf32|fp16|bf16] [--layers-out layers.json]
+ *
+ * The engine holds the optimised graph (constants folded, dead nodes gone),
+ * every layer's precision and the memory plan; the layer report lists the
+ * layers in execution order. An unsupported operator fails the build with
+ * one line naming the node, its op and opset, and no engine file is written.
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include "engine/build.h"
+
+static const char usage[] =
+    "usage: build-engine MODEL.onnx -o ENGINE [options]\n"
+    "  -o, --output ENGINE          engine file to write\n"
+    "      --input-shape NAME=DIMS  fix an input's shape, e.g. images=1x3x320x320 (repeatable)\n"
+    "      --precision P            fp32 (default), tf32, fp16 or bf16\n"
+    "      --layers-out FILE        write the layer report (JSON)\n"
+    "  -h, --help                   this text\n"
+    "  -V, --version                print the version\n"
+    "Exit: 0 built, 2 bad usage or bad model, 3 internal error.\n";
+
+int main(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"output", required_argument, 0, 'o'}, {"input-shape", required_argument, 0, 's'},
+        {"precision", required_argument, 0, 'p'}, {"layers-out", required_argument, 0, 'l'},
+        {"help", no_argument, 0, 'h'}, {"version", no_argument, 0, 'V'}, {0, 0, 0, 0},
+    };
+    const char *out = NULL, *layers = NULL;
+    build_opts_t o = {0};
+    o.input_shapes = calloc(argc + 1, sizeof *o.input_shapes);
+    int c;
+    while ((c = getopt_long(argc, argv, "o:hV", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'o': out = optarg; break;
+        case 's': o.input_shapes[o.n_input_shapes++] = optarg; break;
+        case 'p': o.precision = optarg; break;
+        case 'l': layers = optarg; break;
+        case 'h': fputs(usage, stdout); return 0;
+        case 'V': puts("build-engine (parity) 0.1.0"); return 0;
+        default: die_usage("build-engine", "unknown option");
+        }
+    }
+    if (optind != argc - 1) die_usage("build-engine", "expected exactly one MODEL.onnx");
+    if (!out) die_usage("build-engine", "missing -o ENGINE");
+
+    perr_t e = {0};
+    engine_meta_t m;
+    graph_t *g = engine_build(argv[optind], &o, &m, &e);
+    if (!g) perr_die("build-engine", &e);
+    /* the engine is written last: its existence means the build completed */
+    if (layers && layers_write_json(g, &m, layers, &e)) perr_die("build-engine", &e);
+    if (engine_write(g, &m, out, &e)) perr_die("build-engine", &e);
+    graph_free(g);
+    free(o.input_shapes);
+    return 0;
+}

@@ -1,0 +1,127 @@
+/* run.c — infer over one tensor set or a folder of samples, with latency
+ * statistics. Each sample's output folder is staged and swapped in whole. */
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "infer/run.h"
+#include "io/tensorset.h"
+#include "util/fsutil.h"
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static int has_tensor_files(const char *dir)
+{
+    char **names;
+    perr_t e = {0};
+    int n = list_dir(dir, &names, &e), found = 0;
+    for (int i = 0; i < n; i++) {
+        size_t l = strlen(names[i]);
+        if ((l > 4 && !strcmp(names[i] + l - 4, ".npy")) || (l > 3 && !strcmp(names[i] + l - 3, ".pb"))) found = 1;
+    }
+    if (n >= 0) free_list(names, n);
+    return found;
+}
+
+/* Runs one sample; fills times[runs]. */
+static int run_sample(const graph_t *g, exec_opts_t *xo, const char *in, const char *out,
+                      const char *ref, int runs, double *times, perr_t *e)
+{
+    tensor_set_t inputs, refset = {0};
+    if (tensorset_read(in, &inputs, e)) return -1;
+    if (ref && tensorset_read(ref, &refset, e)) { tensorset_free(&inputs); return -1; }
+    xo->reference = ref ? &refset : NULL;
+    int rc = 0;
+    tensor_set_t outputs = {0};
+    for (int r = 0; r < runs && !rc; r++) {
+        tensorset_free(&outputs);
+        double t0 = now_ms();
+        rc = exec_run(g, &inputs, xo, &outputs, e);
+        times[r] = now_ms() - t0;
+    }
+    if (rc) perr_prefix(e, "%s: ", in);
+    char *tmp = rc ? NULL : dir_stage_begin(out, e);
+    if (!rc && !tmp) rc = -1;
+    if (!rc && tensorset_write(tmp, &outputs, e)) rc = -1;
+    if (!rc) rc = dir_stage_commit(tmp, out, e);
+    else if (tmp) { remove_tree(tmp); free(tmp); }
+    tensorset_free(&outputs);
+    tensorset_free(&inputs);
+    tensorset_free(&refset);
+    return rc;
+}
+
+static json_t *latency_json(double *t, int n)
+{
+    qsort(t, n, sizeof *t, cmp_double);
+    json_t *o = json_object();
+    json_object_set_new(o, "min_ms", json_real(t[0]));
+    json_object_set_new(o, "median_ms", json_real(n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2])));
+    json_object_set_new(o, "max_ms", json_real(t[n - 1]));
+    json_object_set_new(o, "runs", json_integer(n));
+    return o;
+}
+
+int infer_all(const graph_t *g, exec_opts_t *xo, const infer_job_t *job, perr_t *e)
+{
+    json_t *samples = json_array();
+    int rc = 0;
+    double *times = xcalloc(job->runs, sizeof *times);
+    if (!is_dir(job->in)) {
+        rc = BAD(e, "%s: input is not a folder", job->in);
+    } else if (has_tensor_files(job->in)) {
+        rc = run_sample(g, xo, job->in, job->out, job->reference, job->runs, times, e);
+        if (!rc) {
+            json_t *s = latency_json(times, job->runs);
+            json_object_set_new(s, "sample", json_string("."));
+            json_array_append_new(samples, s);
+        }
+    } else {
+        char **names;
+        int n = list_dir(job->in, &names, e);
+        if (n < 0) rc = -1;
+        if (!rc && mkdir_p(job->out, e)) rc = -1;
+        for (int i = 0; i < n && !rc; i++) {
+            char *in = path_join(job->in, names[i]);
+            if (is_dir(in)) {
+                char *out = path_join(job->out, names[i]);
+                char *ref = job->reference ? path_join(job->reference, names[i]) : NULL;
+                rc = run_sample(g, xo, in, out, ref, job->runs, times, e);
+                if (!rc) {
+                    json_t *s = latency_json(times, job->runs);
+                    json_object_set_new(s, "sample", json_string(names[i]));
+                    json_array_append_new(samples, s);
+                }
+                free(out);
+                free(ref);
+            }
+            free(in);
+        }
+        if (n >= 0) free_list(names, n);
+        if (!rc && json_array_size(samples) == 0) rc = BAD(e, "%s: no tensor set found (no .npy/.pb files, no sample folders)", job->in);
+    }
+    if (!rc && job->stats) {
+        json_t *root = json_object();
+        json_object_set_new(root, "threads", json_integer(xo->threads));
+        json_object_set_new(root, "samples", samples);
+        samples = NULL;
+        char *text = json_dumps(root, JSON_INDENT(1) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(6));
+        rc = atomic_write(job->stats, text, strlen(text), e);
+        free(text);
+        json_decref(root);
+    }
+    json_decref(samples);
+    free(times);
+    return rc;
+}

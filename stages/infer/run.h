@@ -1,0 +1,14 @@
+/* run.h — infer's work: one sample or a folder of samples, timing, stats. */
+#ifndef PARITY_INFER_RUN_H
+#define PARITY_INFER_RUN_H
+
+#include "engine/exec.h"
+
+typedef struct infer_job {
+    const char *in, *out, *stats, *reference;
+    int runs;
+} infer_job_t;
+
+int infer_all(const graph_t *g, exec_opts_t *xo, const infer_job_t *job, perr_t *e);
+
+#endif

@@ -1,0 +1,19 @@
+/* build.h — from an ONNX file to an optimised graph ready to serialise:
+ * load, input shapes, operator resolution, shape inference with constant
+ * folding, dead-node removal, precision assignment, memory planning. */
+#ifndef PARITY_BUILD_H
+#define PARITY_BUILD_H
+
+#include "engine/engine.h"
+
+typedef struct build_opts {
+    const char **input_shapes;   /* "NAME=1x3x320x320" */
+    int n_input_shapes;
+    const char *precision;       /* fp32 (default) | tf32 | fp16 | bf16 */
+} build_opts_t;
+
+graph_t *engine_build(const char *model_path, const build_opts_t *o, engine_meta_t *m, perr_t *e);
+/* Sets every node's compute precision and storage from a global policy. */
+int assign_precision(graph_t *g, const char *policy, perr_t *e);
+
+#endif

@@ -1,0 +1,111 @@
+/* exec.c — running a graph: bind inputs, run nodes in order through
+ * node_run(), free activations at their last use, collect outputs. */
+#include <fnmatch.h>
+#include <stdlib.h>
+#include <string.h>
+#include "engine/exec.h"
+#include "ops/run.h"
+
+static int bind_inputs(const graph_t *g, const tensor_set_t *in, tensor_t **rt, perr_t *e)
+{
+    int next_pos = 0;
+    for (int i = 0; i < in->n; i++) {
+        int v = -1;
+        if (in->names[i][0]) {
+            v = graph_find(g, in->names[i]);
+            int is_input = 0;
+            for (int k = 0; k < g->n_inputs; k++) if (g->inputs[k] == v) is_input = 1;
+            if (!is_input) return BAD(e, "input tensor '%s': the model has no input of that name", in->names[i]);
+        } else {
+            while (next_pos < g->n_inputs && rt[g->inputs[next_pos]]) next_pos++;
+            if (next_pos == g->n_inputs) return BAD(e, "more unnamed input tensors than model inputs");
+            v = g->inputs[next_pos];
+        }
+        if (rt[v]) return BAD(e, "input '%s' is given twice", g->vals[v].name);
+        const value_t *want = &g->vals[v];
+        const tensor_t *t = in->ts[i];
+        if (want->t.dtype && t->dtype != want->t.dtype)
+            return BAD(e, "input '%s': expected %s, got %s", want->name, dtype_name(want->t.dtype), dtype_name(t->dtype));
+        int bad = want->t.ndim && t->ndim != want->t.ndim;
+        for (int d = 0; !bad && d < want->t.ndim; d++)
+            if (want->t.dims[d] >= 0 && want->t.dims[d] != t->dims[d]) bad = 1;
+        if (bad) {
+            char a[160], b[160];
+            /* unknown dims print as -1 */
+            return BAD(e, "input '%s': expected shape %s, got %s", want->name,
+                       shape_str(want->t.ndim, want->t.dims, a, sizeof a), shape_str(t->ndim, t->dims, b, sizeof b));
+        }
+        rt[v] = (tensor_t *)t;
+    }
+    for (int k = 0; k < g->n_inputs; k++)
+        if (!rt[g->inputs[k]]) return BAD(e, "input '%s' is missing", g->vals[g->inputs[k]].name);
+    return 0;
+}
+
+static int wants_dump(const exec_opts_t *o, const char *name)
+{
+    if (!o || !o->dump) return 0;
+    return !strcmp(o->dump, "all") || fnmatch(o->dump, name, 0) == 0;
+}
+
+int exec_run(const graph_t *g, const tensor_set_t *in, const exec_opts_t *o, tensor_set_t *out, perr_t *e)
+{
+    tensor_t **rt = xcalloc(g->n_vals + 1, sizeof *rt);       /* current tensor per value */
+    tensor_t *owned = xcalloc(g->n_vals + 1, sizeof *owned);  /* storage of activations */
+    scratch_pool_t pool = {0};
+    int rc = 0, threads = o && o->threads > 0 ? o->threads : 1;
+    for (int i = 0; i < g->n_vals; i++)
+        if (g->vals[i].kind == VAL_CONST) rt[i] = (tensor_t *)&g->vals[i].t;
+    if (bind_inputs(g, in, rt, e)) { rc = -1; goto done; }
+    for (int i = 0; i < g->n_nodes && !rc; i++) {
+        const node_t *n = &g->nodes[i];
+        const tensor_t *args[64];
+        tensor_t *outs[64];
+        if (n->n_in > 64 || n->n_out > 64) { rc = BAD(e, "node '%s': too many inputs/outputs", n->name); break; }
+        for (int k = 0; k < n->n_in; k++) {
+            int v = n->in[k];
+            args[k] = v >= 0 ? rt[v] : NULL;
+            if (o && o->reference && v >= 0 && g->vals[v].kind == VAL_ACTIVATION) {
+                const tensor_t *r = tensorset_get(o->reference, g->vals[v].name);
+                if (r) args[k] = r;
+            }
+            if (v >= 0 && !args[k]) { rc = BAD(e, "node '%s': input '%s' has no value", n->name, g->vals[v].name); break; }
+        }
+        if (rc) break;
+        for (int k = 0; k < n->n_out; k++) outs[k] = n->out[k] >= 0 ? &owned[n->out[k]] : NULL;
+        if (node_run(n, args, outs, threads, &pool, e)) { rc = -1; break; }
+        for (int k = 0; k < n->n_out; k++) {
+            int v = n->out[k];
+            if (v < 0) continue;
+            rt[v] = &owned[v];
+            if (wants_dump(o, g->vals[v].name) && !g->vals[v].is_output)
+                tensorset_add(out, g->vals[v].name, tensor_clone(&owned[v]));
+        }
+        /* free activations nobody reads after this node */
+        for (int k = 0; k < n->n_in; k++) {
+            int v = n->in[k];
+            if (v >= 0 && g->vals[v].kind == VAL_ACTIVATION && g->vals[v].last_use == i && !g->vals[v].is_output) {
+                tensor_free_data(&owned[v]);
+                rt[v] = NULL;
+            }
+        }
+        for (int k = 0; k < n->n_out; k++) {
+            int v = n->out[k];
+            if (v >= 0 && g->vals[v].last_use < 0 && !g->vals[v].is_output) {
+                tensor_free_data(&owned[v]);
+                rt[v] = NULL;
+            }
+        }
+    }
+    for (int i = 0; i < g->n_outputs && !rc; i++) {
+        int v = g->outputs[i];
+        if (!rt[v]) { rc = BAD(e, "output '%s' was not computed", g->vals[v].name); break; }
+        tensorset_add(out, g->vals[v].name, tensor_clone(rt[v]));
+    }
+done:
+    for (int i = 0; i < g->n_vals; i++) tensor_free_data(&owned[i]);
+    free(owned);
+    free(rt);
+    scratch_pool_free(&pool);
+    return rc;
+}

@@ -1,0 +1,20 @@
+/* exec.h — the executor: runs a built graph on one tensor set. Activations
+ * are freed at their last use (liveness from the build); constants are
+ * borrowed from the graph. */
+#ifndef PARITY_EXEC_H
+#define PARITY_EXEC_H
+
+#include "graph/graph.h"
+#include "io/tensorset.h"
+
+typedef struct exec_opts {
+    int threads;
+    const char *dump;              /* NULL, "all", or a glob over tensor names */
+    const tensor_set_t *reference; /* local-error mode: feed each node the reference's inputs */
+} exec_opts_t;
+
+/* Binds inputs (by name; unnamed tensors by position), runs every node and
+ * adds the graph outputs (and dumped tensors) to *out. */
+int exec_run(const graph_t *g, const tensor_set_t *in, const exec_opts_t *o, tensor_set_t *out, perr_t *e);
+
+#endif

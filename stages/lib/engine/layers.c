@@ -1,0 +1,69 @@
+/* layers.c — the layer report: one row per layer in execution order (name,
+ * op, inputs, output shapes and types, precision, storage, the rule that chose
+ * it, fused-from). compare --layerwise and report read it. */
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+#include "engine/engine.h"
+#include "util/fsutil.h"
+
+static json_t *layer_row(const graph_t *g, int i)
+{
+    const node_t *n = &g->nodes[i];
+    json_t *row = json_object();
+    json_object_set_new(row, "index", json_integer(i));
+    json_object_set_new(row, "name", json_string(n->name));
+    json_object_set_new(row, "op", json_string(n->op_type));
+    if (n->domain[0]) json_object_set_new(row, "domain", json_string(n->domain));
+    json_object_set_new(row, "opset", json_integer(n->opset));
+    json_t *ins = json_array();
+    for (int k = 0; k < n->n_in; k++)
+        json_array_append_new(ins, json_string(n->in[k] >= 0 ? g->vals[n->in[k]].name : ""));
+    json_object_set_new(row, "inputs", ins);
+    json_t *outs = json_array();
+    for (int k = 0; k < n->n_out; k++) {
+        if (n->out[k] < 0) continue;
+        const value_t *v = &g->vals[n->out[k]];
+        json_t *o = json_object();
+        json_object_set_new(o, "name", json_string(v->name));
+        json_t *shape = json_array();
+        for (int d = 0; v->shape_known && d < v->t.ndim; d++) json_array_append_new(shape, json_integer(v->t.dims[d]));
+        json_object_set_new(o, "shape", v->shape_known ? shape : (json_decref(shape), json_null()));
+        json_object_set_new(o, "dtype", json_string(dtype_name(v->t.dtype)));
+        json_array_append_new(outs, o);
+    }
+    json_object_set_new(row, "outputs", outs);
+    json_object_set_new(row, "precision", json_string(precision_name(n->precision)));
+    json_object_set_new(row, "storage", json_string(dtype_name(n->storage)));
+    json_object_set_new(row, "reason", json_string(n->reason ? n->reason : "default"));
+    json_t *ff = json_array();
+    if (n->fused_from && n->fused_from[0]) {
+        char *s = xstrdup(n->fused_from), *save = NULL;
+        for (char *t = strtok_r(s, ",", &save); t; t = strtok_r(NULL, ",", &save)) json_array_append_new(ff, json_string(t));
+        free(s);
+    }
+    json_object_set_new(row, "fused_from", ff);
+    return row;
+}
+
+int layers_write_json(const graph_t *g, const engine_meta_t *m, const char *path, perr_t *e)
+{
+    json_t *root = json_object();
+    json_object_set_new(root, "source", json_string(m->source_path ? m->source_path : ""));
+    json_object_set_new(root, "source_sha256", json_string(m->source_sha256));
+    json_object_set_new(root, "precision", json_string(m->precision ? m->precision : "fp32"));
+    json_object_set_new(root, "arena_bytes", json_integer(m->arena_bytes));
+    json_t *layers = json_array();
+    for (int i = 0; i < g->n_nodes; i++) json_array_append_new(layers, layer_row(g, i));
+    json_object_set_new(root, "layers", layers);
+    char *text = json_dumps(root, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
+    json_decref(root);
+    size_t len = strlen(text);
+    char *withnl = xmalloc(len + 2);
+    memcpy(withnl, text, len);
+    withnl[len] = '\n';
+    free(text);
+    int rc = atomic_write(path, withnl, len + 1, e);
+    free(withnl);
+    return rc;
+}

@@ -1,0 +1,174 @@
+/* passes.c — shape inference + constant folding, and memory planning. */
+#include <stdlib.h>
+#include <string.h>
+#include "graph/passes.h"
+#include "ops/run.h"
+
+int graph_set_input_shape(graph_t *g, const char *spec, perr_t *e)
+{
+    const char *eq = strrchr(spec, '=');
+    if (!eq) return BAD(e, "--input-shape '%s': expected NAME=1x3x320x320", spec);
+    char *name = xstrndup(spec, eq - spec);
+    int v = graph_find(g, name);
+    int is_input = 0;
+    for (int i = 0; i < g->n_inputs; i++) if (g->inputs[i] == v) is_input = 1;
+    if (v < 0 || !is_input) {
+        BAD(e, "--input-shape '%s': the model has no input named '%s'", spec, name);
+        free(name);
+        return -1;
+    }
+    free(name);
+    int64_t dims[TENSOR_MAX_DIMS];
+    int r = shape_parse(eq + 1, dims);
+    if (r < 0) return BAD(e, "--input-shape '%s': bad shape '%s' (expected e.g. 1x3x320x320)", spec, eq + 1);
+    value_t *val = &g->vals[v];
+    if (val->t.ndim && val->t.ndim != r)
+        return BAD(e, "--input-shape '%s': the model's input has rank %d", spec, val->t.ndim);
+    for (int i = 0; i < val->t.ndim; i++)
+        if (val->t.dims[i] >= 0 && val->t.dims[i] != dims[i])
+            return BAD(e, "--input-shape '%s': dimension %d is fixed to %lld in the model", spec, i,
+                       (long long)val->t.dims[i]);
+    val->t.ndim = r;
+    memcpy(val->t.dims, dims, r * sizeof *dims);
+    val->shape_known = 1;
+    return 0;
+}
+
+static int foldable_without_data(const node_t *n)
+{
+    return !n->domain[0] && (!strcmp(n->op_type, "Shape") || !strcmp(n->op_type, "Size"));
+}
+
+int graph_fold(graph_t *g, int64_t max_fold_bytes, perr_t *e)
+{
+    int folded = 0;
+    for (int i = 0; i < g->n_nodes; i++) {
+        node_t *n = &g->nodes[i];
+        const tensor_t *in[64];
+        tensor_t out_t[64];
+        tensor_t *out[64];
+        if (n->n_in > 64 || n->n_out > 64) continue;
+        int known = 1, all_const = 1;
+        for (int k = 0; k < n->n_in; k++) {
+            in[k] = NULL;
+            if (n->in[k] < 0) continue;
+            value_t *v = &g->vals[n->in[k]];
+            in[k] = &v->t;
+            if (!v->shape_known) known = 0;
+            if (v->kind != VAL_CONST) all_const = 0;
+        }
+        if (!known) continue;
+        memset(out_t, 0, sizeof out_t);
+        for (int k = 0; k < n->n_out; k++) out[k] = n->out[k] >= 0 ? &out_t[k] : NULL;
+        /* activations pass no data to shape functions at build time */
+        tensor_t shadow[64];
+        const tensor_t *sin[64];
+        for (int k = 0; k < n->n_in; k++) {
+            sin[k] = in[k];
+            if (in[k] && g->vals[n->in[k]].kind != VAL_CONST) {
+                shadow[k] = *in[k];
+                shadow[k].data = NULL;
+                sin[k] = &shadow[k];
+            }
+        }
+        int rc = node_infer_shapes(n, sin, out, e);
+        if (rc == OP_ERROR) return perr_prefix(e, "%s: ", g->source);
+        if (rc == OP_DYNAMIC) continue;
+        int64_t bytes = 0;
+        for (int k = 0; k < n->n_out; k++) {
+            if (!out[k]) continue;
+            value_t *v = &g->vals[n->out[k]];
+            v->t.dtype = out[k]->dtype;
+            v->t.ndim = out[k]->ndim;
+            memcpy(v->t.dims, out[k]->dims, sizeof v->t.dims);
+            v->shape_known = 1;
+            bytes += tensor_nbytes(out[k]);
+        }
+        int fold = (all_const || foldable_without_data(n)) && !n->op->no_fold && bytes <= max_fold_bytes;
+        if (!fold) continue;
+        memset(out_t, 0, sizeof out_t);
+        if (node_run(n, all_const ? in : sin, out, 1, NULL, e))
+            return perr_prefix(e, "%s: folding constants: ", g->source);
+        for (int k = 0; k < n->n_out; k++) {
+            if (!out[k]) continue;
+            value_t *v = &g->vals[n->out[k]];
+            tensor_free_data(&v->t);
+            v->t = *out[k];
+            v->kind = VAL_CONST;
+        }
+        /* the node stays in the list until dead-node removal drops it */
+        n->fused_from = xstrdup("folded");
+        folded++;
+    }
+    /* Folded nodes produce constants now: remove them from execution. */
+    int w = 0;
+    for (int i = 0; i < g->n_nodes; i++) {
+        node_t *n = &g->nodes[i];
+        if (n->fused_from && !strcmp(n->fused_from, "folded")) {
+            free(n->name); free(n->op_type); free(n->domain);
+            free(n->in); free(n->out); free(n->attr);
+            free(n->reason); free(n->fused_from);
+            continue;
+        }
+        g->nodes[w++] = *n;
+    }
+    g->n_nodes = w;
+    graph_index(g);
+    return folded;
+}
+
+/* Greedy best-fit over lifetimes, values taken largest first: a classic
+ * offset planner (as in TFLite's arena planner). */
+typedef struct interval { int v; int64_t size; int start, end; int64_t off; } interval_t;
+
+static int cmp_size_desc(const void *a, const void *b)
+{
+    const interval_t *x = a, *y = b;
+    if (x->size != y->size) return x->size < y->size ? 1 : -1;
+    return x->v - y->v;
+}
+
+static int cmp_offset(const void *a, const void *b)
+{
+    const interval_t *x = *(interval_t *const *)a, *y = *(interval_t *const *)b;
+    return x->off < y->off ? -1 : x->off > y->off;
+}
+
+int64_t graph_plan_memory(graph_t *g)
+{
+    graph_index(g);
+    interval_t *iv = xcalloc(g->n_vals + 1, sizeof *iv);
+    int n = 0;
+    for (int i = 0; i < g->n_vals; i++) {
+        value_t *v = &g->vals[i];
+        v->offset = -1;
+        if (v->kind != VAL_ACTIVATION || !v->shape_known || v->producer < 0) continue;
+        iv[n].v = i;
+        iv[n].size = ((int64_t)tensor_nbytes(&v->t) + 63) / 64 * 64;
+        iv[n].start = v->producer;
+        iv[n].end = v->last_use < 0 ? v->producer : v->last_use;
+        n++;
+    }
+    qsort(iv, n, sizeof *iv, cmp_size_desc);
+    int64_t arena = 0;
+    interval_t **live = xcalloc(n + 1, sizeof *live);
+    for (int i = 0; i < n; i++) {
+        /* the placed intervals alive at the same time, by offset; take the
+         * first gap large enough (best-fit would also do; first-fit is simpler) */
+        int m = 0;
+        for (int k = 0; k < i; k++)
+            if (!(iv[k].end < iv[i].start || iv[i].end < iv[k].start)) live[m++] = &iv[k];
+        qsort(live, m, sizeof *live, cmp_offset);
+        int64_t off = 0;
+        for (int k = 0; k < m; k++) {
+            if (live[k]->off >= off + iv[i].size) break;
+            if (live[k]->off + live[k]->size > off) off = live[k]->off + live[k]->size;
+        }
+        iv[i].off = off;
+        if (off + iv[i].size > arena) arena = off + iv[i].size;
+        g->vals[iv[i].v].offset = off;
+    }
+    free(live);
+    free(iv);
+    return arena;
+}

@@ -1,0 +1,21 @@
+/* passes.h — build-time transformations of the graph IR, in the order
+ * build-engine applies them: input shapes, shape inference with constant
+ * folding, dead-node removal, memory planning. */
+#ifndef PARITY_PASSES_H
+#define PARITY_PASSES_H
+
+#include "graph/graph.h"
+
+/* Applies "NAME=1x3x320x320" to a graph input (replacing symbolic dims). */
+int graph_set_input_shape(graph_t *g, const char *spec, perr_t *e);
+/* Walks nodes in order: infers output shapes where inputs are known and
+ * folds nodes whose inputs are all constant (and Shape/Size of a static
+ * shape), so the Shape->Gather->Concat arithmetic of exporters disappears.
+ * Returns the number of folded nodes, or -1. */
+int graph_fold(graph_t *g, int64_t max_fold_bytes, perr_t *e);
+/* Liveness-based memory plan: assigns arena offsets to static-shaped
+ * activations so values whose lifetimes do not overlap share memory.
+ * Returns the arena size in bytes. */
+int64_t graph_plan_memory(graph_t *g);
+
+#endif

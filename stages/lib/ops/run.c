@@ -1,0 +1,149 @@
+/* run.c — the one path from a node to its kernel (see run.h). */
+#include <stdlib.h>
+#include <string.h>
+#include "ops/run.h"
+#include "tensor/half.h"
+
+void scratch_pool_free(scratch_pool_t *p)
+{
+    for (int i = 0; i < 8; i++) free(p->blocks[i]);
+    memset(p, 0, sizeof *p);
+}
+
+static void *scratch_get(op_ctx_t *c, size_t bytes)
+{
+    scratch_pool_t *p = c->scratch_owner;
+    if (!p || p->used == 8) return NULL;
+    int k = p->used++;
+    if (p->sizes[k] < bytes) {
+        free(p->blocks[k]);
+        p->blocks[k] = xmalloc(bytes);
+        p->sizes[k] = bytes;
+    }
+    return p->blocks[k];
+}
+
+int resolve_ops(graph_t *g, perr_t *e)
+{
+    for (int i = 0; i < g->n_nodes; i++) {
+        node_t *n = &g->nodes[i];
+        const op_def_t *near = NULL;
+        n->op = op_lookup(n->domain, n->op_type, n->opset, &near);
+        if (n->op) continue;
+        if (near)
+            return BAD(e, "%s: node '%s' (%s%s%s, opset %d): operator not supported at this opset (parity has it from opset %d)",
+                       g->source, n->name, n->domain, n->domain[0] ? "." : "", n->op_type, n->opset, near->since);
+        return BAD(e, "%s: node '%s' (%s%s%s, opset %d): operator not supported",
+                   g->source, n->name, n->domain, n->domain[0] ? "." : "", n->op_type, n->opset);
+    }
+    return 0;
+}
+
+static int is_half(dtype_t t) { return t == DT_FLOAT16 || t == DT_BFLOAT16; }
+
+int node_infer_shapes(const node_t *n, const tensor_t *const *in, tensor_t **out, perr_t *e)
+{
+    /* shape functions of typed kernels see float32 in place of half types */
+    tensor_t wide[16];
+    const tensor_t *args[16];
+    const tensor_t *const *use = in;
+    dtype_t half = DT_UNDEFINED;
+    if (!n->op->any_type && n->n_in <= 16) {
+        for (int i = 0; i < n->n_in; i++) {
+            args[i] = in[i];
+            if (in[i] && is_half(in[i]->dtype)) {
+                half = in[i]->dtype;
+                wide[i] = *in[i];
+                wide[i].dtype = DT_FLOAT;
+                wide[i].data = NULL;   /* half data is not float data */
+                args[i] = &wide[i];
+            }
+        }
+        use = args;
+    }
+    op_ctx_t c = {.node = n, .n_in = n->n_in, .in = use, .n_out = n->n_out, .out = out, .err = e};
+    int rc = n->op->shape(&c);
+    if (rc == OP_OK && half)
+        for (int i = 0; i < n->n_out; i++)
+            if (out[i] && out[i]->dtype == DT_FLOAT) out[i]->dtype = half;
+    return rc;
+}
+
+/* Rounds a float32 GEMM input to the node's compute precision. */
+static void round_to_precision(float *x, int64_t count, precision_t p)
+{
+    switch (p) {
+    case PREC_TF32: round_tf32_inplace(x, count); break;
+    case PREC_FP16: round_f16_inplace(x, count); break;
+    case PREC_BF16: round_bf16_inplace(x, count); break;
+    default: break;
+    }
+}
+
+int node_run(const node_t *n, const tensor_t *const *in, tensor_t **out, int threads,
+             scratch_pool_t *pool, perr_t *e)
+{
+    enum { MAXIO = 64 };
+    if (n->n_in > MAXIO || n->n_out > MAXIO)
+        return BAD(e, "node '%s' (%s): too many inputs or outputs", n->name, n->op_type);
+    tensor_t tmp[MAXIO];
+    int tmp_used[MAXIO] = {0};
+    const tensor_t *args[MAXIO];
+    dtype_t half = DT_UNDEFINED;
+    int rc = 0;
+    for (int i = 0; i < n->n_in; i++) {
+        args[i] = in[i];
+        if (!in[i]) continue;
+        int widen = !n->op->any_type && is_half(in[i]->dtype);
+        int reduce = n->op->gemm_class && n->precision != PREC_FP32 &&
+                     (in[i]->dtype == DT_FLOAT || widen);
+        if (!widen && !reduce) continue;
+        memset(&tmp[i], 0, sizeof tmp[i]);
+        if (widen) {
+            half = in[i]->dtype;
+            if (tensor_cast(in[i], DT_FLOAT, &tmp[i], e)) { rc = -1; goto done; }
+        } else {
+            tmp[i] = *in[i];
+            tmp[i].data = xmalloc(tensor_nbytes(in[i]) + 16);
+            tmp[i].owns = 1;
+            memcpy(tmp[i].data, in[i]->data, tensor_nbytes(in[i]));
+        }
+        tmp_used[i] = 1;
+        if (reduce) round_to_precision(tmp[i].data, tensor_numel(&tmp[i]), n->precision);
+        args[i] = &tmp[i];
+    }
+    for (int i = 0; i < n->n_out; i++)
+        if (out[i]) tensor_free_data(out[i]);
+    op_ctx_t c = {.node = n, .n_in = n->n_in, .in = args, .n_out = n->n_out, .out = out,
+                  .threads = threads, .err = e, .scratch = scratch_get, .scratch_owner = pool};
+    rc = n->op->shape(&c);
+    if (rc == OP_DYNAMIC)
+        rc = BAD(e, "node '%s' (%s): output shape unknown even with all inputs", n->name, n->op_type);
+    if (rc) goto done;
+    for (int i = 0; i < n->n_out; i++)
+        if (out[i]) {
+            tensor_t shape = *out[i];
+            if (tensor_alloc(out[i], shape.dtype, shape.ndim, shape.dims, e)) { rc = -1; goto done; }
+        }
+    if (pool) pool->used = 0;
+    rc = n->op->run(&c);
+    if (rc) goto done;
+    for (int i = 0; i < n->n_out; i++) {
+        tensor_t *o = out[i];
+        if (!o || o->dtype != DT_FLOAT) continue;
+        if (half) {   /* a half-typed op computed in float32 stores its result as half */
+            tensor_t h = {0};
+            if (tensor_cast(o, half, &h, e)) { rc = -1; goto done; }
+            tensor_free_data(o);
+            *o = h;
+        } else if (n->storage == DT_FLOAT16) {
+            round_f16_inplace(o->data, tensor_numel(o));
+        } else if (n->storage == DT_BFLOAT16) {
+            round_bf16_inplace(o->data, tensor_numel(o));
+        }
+    }
+done:
+    for (int i = 0; i < n->n_in; i++)
+        if (tmp_used[i]) tensor_free_data(&tmp[i]);
+    return rc;
+}

@@ -1,0 +1,33 @@
+/* run.h — running one node: the single place where a kernel is called, used
+ * both by constant folding at build time and by the executor at run time.
+ * It applies the precision semantics of DESIGN.md around the kernel:
+ * half-typed inputs widened to float32 for kernels that do not take them,
+ * GEMM-class inputs rounded to TF32/FP16/BF16, and float outputs rounded to
+ * the node's storage type. */
+#ifndef PARITY_OPS_RUN_H
+#define PARITY_OPS_RUN_H
+
+#include "ops/ops.h"
+
+typedef struct scratch_pool {
+    void *blocks[8];
+    size_t sizes[8];
+    int used;
+} scratch_pool_t;
+
+void scratch_pool_free(scratch_pool_t *p);
+
+/* Resolves node->op for every node; fails on the first unsupported one with
+ * "node 'x' (Op, opset N): operator not supported". */
+int resolve_ops(graph_t *g, perr_t *e);
+
+/* Computes the output shapes of node n from its inputs (data may be NULL for
+ * non-constant inputs). Returns OP_OK, OP_DYNAMIC or OP_ERROR. */
+int node_infer_shapes(const node_t *n, const tensor_t *const *in, tensor_t **out, perr_t *e);
+
+/* Runs node n: infers shapes, allocates outputs (freeing what they held) and
+ * calls the kernel. */
+int node_run(const node_t *n, const tensor_t *const *in, tensor_t **out, int threads,
+             scratch_pool_t *pool, perr_t *e);
+
+#endif
