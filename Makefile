@@ -94,11 +94,14 @@ $(LIBPARITY): $(LIB_OBJS)
 	@echo "  AR      $@"
 	$(Q)rm -f $@ && ar rcs $@ $^
 
-.SECONDEXPANSION:
-$(O)/bin/%: $$(patsubst %.c,$(O)/obj/%.o,$$(wildcard stages/$$*/*.c)) $(LIBPARITY)
-	@mkdir -p $(@D)
-	@echo "  LINK    $@"
-	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS)
+# One link rule per stage folder: stages/NAME/*.c -> $(O)/bin/NAME.
+define stage_rule
+$(O)/bin/$(1): $(patsubst %.c,$(O)/obj/%.o,$(wildcard stages/$(1)/*.c)) $(LIBPARITY)
+	@mkdir -p $$(@D)
+	@echo "  LINK    $$@"
+	$$(Q)$$(CC) $$(ALL_LDFLAGS) -o $$@ $$^ $$(LIBS)
+endef
+$(foreach s,$(STAGES),$(eval $(call stage_rule,$(s))))
 
 $(O)/tests/%: $(O)/obj/tests/%.o $(LIBPARITY)
 	@mkdir -p $(@D)

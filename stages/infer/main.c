@@ -17,7 +17,7 @@
 #include <string.h>
 #include "engine/engine.h"
 #include "engine/exec.h"
-#include "infer/run.h"
+#include "run.h"
 
 static const char usage[] =
     "usage: infer ENGINE -i IN -o OUT [options]\n"

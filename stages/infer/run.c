@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include "infer/run.h"
+#include "run.h"
 #include "io/tensorset.h"
 #include "util/fsutil.h"
 
