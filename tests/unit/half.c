@@ -1,0 +1,102 @@
+/* half.c — the narrow-float conversions against independent references:
+ * all 65,536 half values and a sweep of float32 inputs against GCC's own
+ * _Float16 conversions (libgcc, round to nearest even), and bfloat16 / TF32
+ * rounding against a nearest-neighbour search in double arithmetic. */
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+#include "tap.h"
+#include "tensor/half.h"
+
+static uint16_t ref_f32_to_f16(float f)
+{
+    _Float16 h = (_Float16)f;
+    uint16_t u;
+    memcpy(&u, &h, 2);
+    return u;
+}
+
+static float ref_f16_to_f32(uint16_t u)
+{
+    _Float16 h;
+    memcpy(&h, &u, 2);
+    return (float)h;
+}
+
+/* Rounds f to a float with `keep` explicit mantissa bits by choosing the
+ * nearer of the two neighbours in double (ties: even last kept bit). */
+static float ref_round_mantissa(float f, int keep)
+{
+    if (isnan(f) || isinf(f)) return f;
+    uint32_t u = f32_bits(f), drop = 23 - keep, mask = (1u << drop) - 1;
+    uint32_t lo = u & ~mask, hi = lo + (1u << drop);
+    double dl = fabs((double)bits_f32(lo) - (double)f);
+    double dh = fabs((double)bits_f32(hi) - (double)f);   /* hi may be inf: distance inf */
+    if ((hi & 0x7f800000u) == 0x7f800000u) {
+        /* hi overflowed to inf: it wins if f is at least halfway to 2^128 */
+        double top = ldexp(1.0, 128) * (f < 0 ? -1 : 1);
+        dh = fabs(top - (double)f);
+    }
+    if (dl < dh) return bits_f32(lo);
+    if (dh < dl) return bits_f32(hi);
+    return ((lo >> drop) & 1) ? bits_f32(hi) : bits_f32(lo);
+}
+
+static uint32_t next_rand(uint64_t *s)
+{
+    *s = *s * 6364136223846793005ull + 1442695040888963407ull;
+    return (uint32_t)(*s >> 32);
+}
+
+int main(void)
+{
+    int bad = 0;
+    for (uint32_t h = 0; h < 65536; h++) {
+        float got = f16_to_f32((uint16_t)h), want = ref_f16_to_f32((uint16_t)h);
+        int same = isnan(want) ? isnan(got) : f32_bits(got) == f32_bits(want);
+        if (!same) bad++;
+        /* and back: every non-NaN half survives the round trip bit for bit */
+        if (!isnan(want) && f32_to_f16(got) != h) bad++;
+    }
+    ok(bad == 0, "all 65,536 half values widen exactly and round-trip (%d bad)", bad);
+
+    bad = 0;
+    uint64_t s = 42;
+    for (int i = 0; i < 4000000; i++) {
+        uint32_t u = next_rand(&s);
+        /* concentrate on the half range, its subnormals and the overflow edge */
+        if (i & 1) u = (u & 0x80000000u) | (0x33000000u + (u % 0x0c000000u));
+        float f = bits_f32(u);
+        if (isnan(f)) continue;
+        if (f32_to_f16(f) != ref_f32_to_f16(f)) bad++;
+    }
+    /* exact ties between halves, all exponents */
+    for (uint32_t h = 0; h < 0x7c00; h++) {
+        float a = f16_to_f32((uint16_t)h), b = f16_to_f32((uint16_t)(h + 1));
+        float mid = (float)(((double)a + (double)b) / 2);
+        if (f32_to_f16(mid) != ref_f32_to_f16(mid)) bad++;
+        if (f32_to_f16(-mid) != ref_f32_to_f16(-mid)) bad++;
+    }
+    ok(bad == 0, "float32 -> float16 rounds to nearest even like libgcc on 4M samples and every tie (%d bad)", bad);
+    ok(f32_to_f16(65520.0f) == 0x7c00 && f32_to_f16(65519.99f) == 0x7bff, "65520 overflows to inf, just below stays 65504");
+    ok((f32_to_f16(NAN) & 0x7c00) == 0x7c00 && (f32_to_f16(NAN) & 0x3ff), "NaN stays NaN");
+
+    int bad_bf = 0, bad_tf = 0;
+    s = 7;
+    for (int i = 0; i < 4000000; i++) {
+        float f = bits_f32(next_rand(&s));
+        if (isnan(f)) continue;
+        if (f32_bits(f32_round_bf16(f)) != f32_bits(ref_round_mantissa(f, 7))) bad_bf++;
+        if (f32_bits(f32_round_tf32(f)) != f32_bits(ref_round_mantissa(f, 10))) bad_tf++;
+    }
+    for (uint32_t u = 0x3f800000u; u < 0x3f800000u + (1u << 17); u++) {   /* every tie pattern near 1.0 */
+        float f = bits_f32(u);
+        if (f32_bits(f32_round_bf16(f)) != f32_bits(ref_round_mantissa(f, 7))) bad_bf++;
+        if (f32_bits(f32_round_tf32(f)) != f32_bits(ref_round_mantissa(f, 10))) bad_tf++;
+    }
+    ok(bad_bf == 0, "bfloat16 rounding matches the nearest-even reference (%d bad)", bad_bf);
+    ok(bad_tf == 0, "TF32 rounding matches the nearest-even reference (%d bad)", bad_tf);
+    ok(isnan(f32_round_bf16(NAN)) && isinf(f32_round_bf16(INFINITY)) && isnan(f32_round_tf32(NAN)),
+       "NaN and inf survive bfloat16 and TF32 rounding");
+    return done_testing();
+}
