@@ -118,7 +118,7 @@ test: tools
 	  $(PROVE) -j2 $(if $(V),-v) $(filter $(O)/tests/unit/%,$(TEST_BINS)) $(TEST_SCRIPTS) tests/conformance/conformance.t
 
 conformance: tools
-	$(Q)PARITY_BIN=$(CURDIR)/$(O)/bin PARITY_TESTS=$(CURDIR)/$(O)/tests CONFORMANCE_FILTER=$(FILTER) $(PROVE) -v tests/conformance/conformance.t
+	$(Q)PARITY_BIN=$(CURDIR)/$(O)/bin PARITY_TESTS=$(CURDIR)/$(O)/tests CONFORMANCE_FILTER='$(FILTER)' $(PROVE) -v tests/conformance/conformance.t
 
 # The validation pipeline (configs/models/NAME.yaml -> build/NAME/plan.mk) is
 # not built yet: say so plainly instead of pretending.
