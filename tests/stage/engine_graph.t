@@ -1,0 +1,135 @@
+#!/usr/bin/python3
+# The loader and the build passes on models made here with python3-onnx:
+# model-local functions (nested, with attribute references), Constant forms,
+# typed initializer fields, Shape->Gather->Concat folding, dead-node removal,
+# --input-shape, --dump leaving outputs bit-identical, thread-count invariance.
+import json
+import os
+import sys
+import tempfile
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+sys.path.insert(0, os.path.dirname(__file__))
+from tap import ok, done, run
+
+tmp = tempfile.mkdtemp(prefix="parity-engine-graph-")
+
+
+def build_and_run(name, model, inputs, *build_args, infer_args=()):
+    path = os.path.join(tmp, name + ".onnx")
+    onnx.save(model, path)
+    eng = os.path.join(tmp, name + ".engine")
+    layers = os.path.join(tmp, name + ".layers.json")
+    rc, _, err = run("build-engine", path, "-o", eng, "--layers-out", layers, *build_args)
+    if rc:
+        return None, None, err
+    d = os.path.join(tmp, name + ".in")
+    os.makedirs(d, exist_ok=True)
+    for k, v in inputs.items():
+        np.save(os.path.join(d, k + ".npy"), v)
+    out = os.path.join(tmp, name + ".out")
+    rc, _, err = run("infer", eng, "-i", d, "-o", out, *infer_args)
+    if rc:
+        return None, None, err
+    res = {f[:-4]: np.load(os.path.join(out, f)) for f in os.listdir(out)}
+    return res, json.load(open(layers)), err
+
+
+# 1. model-local functions: a function calling a function, with an attribute reference
+inner = helper.make_function(
+    "local", "ScaledRelu", ["X"], ["Y"],
+    [helper.make_node("Constant", [], ["s"], value_float=2.0),
+     helper.make_node("Mul", ["X", "s"], ["m"]),
+     helper.make_node("LeakyRelu", ["m"], ["Y"], alpha=0.0)],
+    [helper.make_opsetid("", 17)], [])
+alpha_ref = onnx.AttributeProto(name="alpha", ref_attr_name="alpha", type=onnx.AttributeProto.FLOAT)
+outer = helper.make_function(
+    "local", "Block", ["X"], ["Y"],
+    [helper.make_node("ScaledRelu", ["X"], ["r"], domain="local"),
+     onnx.helper.make_node("LeakyRelu", ["r"], ["Y"])],
+    [helper.make_opsetid("", 17), helper.make_opsetid("local", 1)], ["alpha"])
+outer.node[1].attribute.append(alpha_ref)
+g = helper.make_graph(
+    [helper.make_node("Block", ["x"], ["y"], domain="local", alpha=0.5, name="blk")], "g",
+    [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
+    [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])])
+m = helper.make_model(g, functions=[inner, outer],
+                      opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("local", 1)])
+x = np.array([-2, -0.5, 0.5, 3], np.float32)
+res, layers, err = build_and_run("functions", m, {"x": x})
+ok(res is not None and np.array_equal(res["y"], np.maximum(2 * x, 0)),
+   "nested model-local functions are inlined with attribute references", err)
+
+# 2. Constant forms and typed initializer fields (float16 in int32_data, int64 in int64_data)
+w16 = helper.make_tensor("w16", TensorProto.FLOAT16, [3],
+                         vals=np.array([1.5, -2.25, 65504], np.float16).view(np.uint16).astype(np.int32).tolist(),
+                         raw=False)
+nodes = [
+    helper.make_node("Constant", [], ["c1"], value_floats=[1.0, 2.0, 3.0]),
+    helper.make_node("Constant", [], ["c2"], value=numpy_helper.from_array(np.array([10, 20, 30], np.float32))),
+    helper.make_node("Cast", ["w16"], ["w32"], to=TensorProto.FLOAT),
+    helper.make_node("Add", ["c1", "c2"], ["s"]),
+    helper.make_node("Add", ["s", "w32"], ["t"]),
+    helper.make_node("Add", ["t", "x"], ["y"]),
+]
+g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3])],
+                      [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3])], [w16])
+m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+x = np.array([0.25, 0.5, 0.75], np.float32)
+res, layers, err = build_and_run("constants", m, {"x": x})
+want = np.array([1, 2, 3], np.float32) + np.array([10, 20, 30], np.float32) + np.array([1.5, -2.25, 65504], np.float32) + x
+ok(res is not None and np.array_equal(res["y"], want), "Constant forms and typed float16 initializers load exactly", err)
+ok(layers is not None and [l["op"] for l in layers["layers"]] == ["Add"],
+   "constant subgraph folds to one Add", layers and [l["op"] for l in layers["layers"]])
+
+# 3. exporter shape arithmetic folds away: Shape -> Gather -> Unsqueeze -> Concat -> Reshape
+nodes = [
+    helper.make_node("Shape", ["x"], ["shp"]),
+    helper.make_node("Gather", ["shp", "i0"], ["n"], axis=0),
+    helper.make_node("Unsqueeze", ["n", "ax0"], ["n1"]),
+    helper.make_node("Concat", ["n1", "minus1"], ["newshape"], axis=0),
+    helper.make_node("Reshape", ["x", "newshape"], ["flat"]),
+    helper.make_node("Relu", ["flat"], ["y"]),
+    helper.make_node("Neg", ["x"], ["unused"]),           # dead: nobody reads it
+]
+inits = [numpy_helper.from_array(np.array(0, np.int64), "i0"),
+         numpy_helper.from_array(np.array([0], np.int64), "ax0"),
+         numpy_helper.from_array(np.array([-1], np.int64), "minus1")]
+g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3, 4])],
+                      [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 12])], inits)
+m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+x = np.random.default_rng(1).standard_normal((2, 3, 4)).astype(np.float32)
+res, layers, err = build_and_run("fold", m, {"x": x}, "--input-shape", "x=2x3x4")
+ops = layers and [l["op"] for l in layers["layers"]]
+ok(res is not None and np.array_equal(res["y"], np.maximum(x.reshape(2, 12), 0)), "folded model computes the same", err)
+ok(ops == ["Reshape", "Relu"], "Shape/Gather/Unsqueeze/Concat fold away and the dead Neg is removed", ops)
+ok(layers is not None and layers["layers"][1]["outputs"][0]["shape"] == [2, 12], "shapes are inferred from --input-shape",
+   layers and layers["layers"][1])
+
+# without --input-shape the batch stays dynamic and any batch runs
+res, layers, err = build_and_run("dynamic", m, {"x": np.ones((5, 3, 4), np.float32)})
+ok(res is not None and res["y"].shape == (5, 12), "a symbolic batch dimension runs at any size", err)
+
+# 4. --dump leaves outputs bit-identical; 1 and 2 threads give the same bytes
+rng = np.random.default_rng(7)
+W1 = numpy_helper.from_array(rng.standard_normal((64, 96)).astype(np.float32), "W1")
+W2 = numpy_helper.from_array(rng.standard_normal((96, 32)).astype(np.float32), "W2")
+nodes = [helper.make_node("MatMul", ["x", "W1"], ["h"]),
+         helper.make_node("Tanh", ["h"], ["a"]),
+         helper.make_node("MatMul", ["a", "W2"], ["y"])]
+g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [128, 64])],
+                      [helper.make_tensor_value_info("y", TensorProto.FLOAT, [128, 32])], [W1, W2])
+m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+x = rng.standard_normal((128, 64)).astype(np.float32)
+r1, _, e1 = build_and_run("mlp1", m, {"x": x}, infer_args=("--threads", "1"))
+r2, _, e2 = build_and_run("mlp2", m, {"x": x}, infer_args=("--threads", "2"))
+r3, _, e3 = build_and_run("mlp3", m, {"x": x}, infer_args=("--dump", "all"))
+ok(r1 is not None and r2 is not None and r1["y"].tobytes() == r2["y"].tobytes(), "1 and 2 threads give identical bytes", e1 + e2)
+ok(r3 is not None and r1 is not None and r3["y"].tobytes() == r1["y"].tobytes() and "h" in r3 and "a" in r3,
+   "--dump all writes intermediates and leaves the output bit-identical", e3)
+ref = np.tanh(x.astype(np.float64) @ numpy_helper.to_array(W1).astype(np.float64)) @ numpy_helper.to_array(W2).astype(np.float64)
+ok(r1 is not None and np.allclose(r1["y"], ref, rtol=1e-4, atol=1e-4), "MatMul-Tanh-MatMul agrees with float64 numpy")
+done()
