@@ -1,7 +1,8 @@
 /* build-engine — turns an ONNX model into a parity engine file.
  *
  *   build-engine MODEL.onnx -o ENGINE [--input-shape NAME=1x3x320x320]...
- *                [--precision fp32|tf32|fp16|bf16] [--layers-out layers.json]
+ *                [--precision fp32|tf32|fp16|bf16] [--config precision.yaml]
+ *                [--layers-out layers.json]
  *
  * The engine holds the optimised graph (constants folded, dead nodes gone),
  * every layer's precision and the memory plan; the layer report lists the
@@ -17,7 +18,8 @@ static const char usage[] =
     "usage: build-engine MODEL.onnx -o ENGINE [options]\n"
     "  -o, --output ENGINE          engine file to write\n"
     "      --input-shape NAME=DIMS  fix an input's shape, e.g. images=1x3x320x320 (repeatable)\n"
-    "      --precision P            fp32 (default), tf32, fp16 or bf16\n"
+    "      --precision P            fp32 (default), tf32, fp16 or bf16 (overrides the config)\n"
+    "      --config FILE            precision config: per-layer constraints, strongly_typed\n"
     "      --layers-out FILE        write the layer report (JSON)\n"
     "  -h, --help                   this text\n"
     "  -V, --version                print the version\n"
@@ -27,7 +29,7 @@ int main(int argc, char **argv)
 {
     static const struct option longopts[] = {
         {"output", required_argument, 0, 'o'}, {"input-shape", required_argument, 0, 's'},
-        {"precision", required_argument, 0, 'p'}, {"layers-out", required_argument, 0, 'l'},
+        {"precision", required_argument, 0, 'p'}, {"config", required_argument, 0, 'c'}, {"layers-out", required_argument, 0, 'l'},
         {"help", no_argument, 0, 'h'}, {"version", no_argument, 0, 'V'}, {0, 0, 0, 0},
     };
     const char *out = NULL, *layers = NULL;
@@ -39,6 +41,7 @@ int main(int argc, char **argv)
         case 'o': out = optarg; break;
         case 's': o.input_shapes[o.n_input_shapes++] = optarg; break;
         case 'p': o.precision = optarg; break;
+        case 'c': o.precision_config = optarg; break;
         case 'l': layers = optarg; break;
         case 'h': fputs(usage, stdout); return 0;
         case 'V': puts("build-engine (parity) 0.1.0"); return 0;

@@ -9,6 +9,7 @@
  * as skipped with its reason (and is still run: if it passes, a note says the
  * entry is stale). Ends with "N passed, M failed, K skipped".
  */
+#include <fcntl.h>
 #include <fnmatch.h>
 #include <math.h>
 #include <regex.h>

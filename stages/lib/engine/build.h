@@ -9,11 +9,10 @@
 typedef struct build_opts {
     const char **input_shapes;   /* "NAME=1x3x320x320" */
     int n_input_shapes;
-    const char *precision;       /* fp32 (default) | tf32 | fp16 | bf16 */
+    const char *precision;       /* fp32 (default) | tf32 | fp16 | bf16; overrides the config's */
+    const char *precision_config;/* YAML with per-layer constraints, or NULL */
 } build_opts_t;
 
 graph_t *engine_build(const char *model_path, const build_opts_t *o, engine_meta_t *m, perr_t *e);
-/* Sets every node's compute precision and storage from a global policy. */
-int assign_precision(graph_t *g, const char *policy, perr_t *e);
 
 #endif

@@ -62,6 +62,8 @@ int engine_write(const graph_t *g, const engine_meta_t *m, const char *path, per
         en->has_storage = 1; en->storage = n->storage;
         en->reason = n->reason ? n->reason : empty;
         en->fused_from = n->fused_from ? n->fused_from : empty;
+        en->has_round_inputs = 1;
+        en->round_inputs = n->round_inputs;
         np[i] = en;
     }
     (void)names; (void)n_names;
@@ -185,6 +187,7 @@ graph_t *engine_read(const char *path, engine_meta_t *m, perr_t *e)
         n->storage = en->has_storage ? (dtype_t)en->storage : DT_FLOAT;
         if (en->reason && en->reason[0]) n->reason = xstrdup(en->reason);
         if (en->fused_from && en->fused_from[0]) n->fused_from = xstrdup(en->fused_from);
+        n->round_inputs = en->round_inputs;
     }
     g->outputs = xcalloc(eng->n_output + 1, sizeof(int));
     for (size_t i = 0; i < eng->n_output; i++) {

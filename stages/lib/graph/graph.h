@@ -50,6 +50,8 @@ typedef struct node {
     precision_t precision;
     dtype_t storage;               /* storage type of float outputs */
     char *reason;                  /* which rule chose the precision */
+    uint64_t round_inputs;         /* bit i: round input i to the compute precision
+                                      (the cast at a precision boundary) */
     char *fused_from;              /* comma-separated original node names */
 } node_t;
 

@@ -69,7 +69,8 @@ int node_infer_shapes(const node_t *n, const tensor_t *const *in, tensor_t **out
     return rc;
 }
 
-/* Rounds a float32 GEMM input to the node's compute precision. */
+/* Rounds a float32 input to the node's compute precision (precision.c
+ * decides which inputs need it: GEMM inputs, and casts at boundaries). */
 static void round_to_precision(float *x, int64_t count, precision_t p)
 {
     switch (p) {
@@ -95,7 +96,7 @@ int node_run(const node_t *n, const tensor_t *const *in, tensor_t **out, int thr
         args[i] = in[i];
         if (!in[i]) continue;
         int widen = !n->op->any_type && is_half(in[i]->dtype);
-        int reduce = n->op->gemm_class && n->precision != PREC_FP32 &&
+        int reduce = i < 64 && (n->round_inputs >> i & 1) && n->precision != PREC_FP32 &&
                      (in[i]->dtype == DT_FLOAT || widen);
         if (!widen && !reduce) continue;
         memset(&tmp[i], 0, sizeof tmp[i]);

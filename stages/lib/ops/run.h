@@ -2,8 +2,8 @@
  * both by constant folding at build time and by the executor at run time.
  * It applies the precision semantics of DESIGN.md around the kernel:
  * half-typed inputs widened to float32 for kernels that do not take them,
- * GEMM-class inputs rounded to TF32/FP16/BF16, and float outputs rounded to
- * the node's storage type. */
+ * the inputs precision.c flagged rounded to TF32/FP16/BF16, and float outputs
+ * rounded to the node's storage type. */
 #ifndef PARITY_OPS_RUN_H
 #define PARITY_OPS_RUN_H
 

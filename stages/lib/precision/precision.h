@@ -1,0 +1,41 @@
+/* precision.h — assigning each layer its compute precision and storage type
+ * (DESIGN.md "Precision semantics"): a global policy, per-layer constraints
+ * from YAML (layer-name globs and op types, obey | prefer | none), or the
+ * model's own types (strongly typed). It also marks where a value crosses
+ * into a narrower precision, so the executor rounds it there: the casts a
+ * GPU engine inserts at layer boundaries. */
+#ifndef PARITY_PRECISION_H
+#define PARITY_PRECISION_H
+
+#include <stdio.h>
+#include "graph/graph.h"
+
+typedef enum { CONSTRAINTS_NONE, CONSTRAINTS_PREFER, CONSTRAINTS_OBEY } constraints_t;
+
+typedef struct precision_rule {
+    char *glob;            /* layer-name glob, or NULL */
+    char *op;              /* op type, or NULL */
+    precision_t p;
+    char where[256];       /* file:line:col of the rule, for the report */
+    int matched;
+} precision_rule_t;
+
+typedef struct precision_policy {
+    precision_t global;
+    constraints_t constraints;
+    int strongly_typed;
+    int accumulate_fp16;   /* recorded; GEMMs accumulate in fp32 (see docs/precision.md) */
+    precision_rule_t *rules;
+    int n_rules;
+    char *source;          /* config file, or "" */
+} precision_policy_t;
+
+/* Loads a precision config (path may be NULL); cli_precision, when given,
+ * overrides its global precision. */
+int precision_policy_load(precision_policy_t *pp, const char *path, const char *cli_precision, perr_t *e);
+void precision_policy_free(precision_policy_t *pp);
+/* Assigns precision, storage, reason and boundary rounding to every node;
+ * warns on `warn` (if not NULL) about rules that match no layer. */
+int precision_apply(graph_t *g, const precision_policy_t *pp, FILE *warn, perr_t *e);
+
+#endif
