@@ -236,42 +236,5 @@ void tensor_set_f64(tensor_t *t, int64_t i, double v)
 int tensor_cast(const tensor_t *src, dtype_t to, tensor_t *dst, perr_t *e)
 {
     if (tensor_alloc(dst, to, src->ndim, src->dims, e)) return -1;
-    int64_t n = tensor_numel(src);
-    const int src_int = !dtype_is_float(src->dtype);
-    const int dst_int = !dtype_is_float(to);
-    if (src->dtype == to) {
-        memcpy(dst->data, src->data, tensor_nbytes(src));
-    } else if (to == DT_BOOL) {
-        for (int64_t i = 0; i < n; i++)
-            ((uint8_t *)dst->data)[i] = src_int ? tensor_get_i64(src, i) != 0 : tensor_get_f64(src, i) != 0;
-    } else if (src_int && dst_int) {
-        /* integer to integer: two's complement wrap, as C casts through uint64 */
-        for (int64_t i = 0; i < n; i++) {
-            uint64_t v = (uint64_t)tensor_get_i64(src, i);
-            if (src->dtype == DT_UINT64) v = ((const uint64_t *)src->data)[i];
-            switch (to) {
-            case DT_INT8: ((int8_t *)dst->data)[i] = (int8_t)v; break;
-            case DT_INT16: ((int16_t *)dst->data)[i] = (int16_t)v; break;
-            case DT_INT32: ((int32_t *)dst->data)[i] = (int32_t)v; break;
-            case DT_INT64: ((int64_t *)dst->data)[i] = (int64_t)v; break;
-            case DT_UINT8: ((uint8_t *)dst->data)[i] = (uint8_t)v; break;
-            case DT_UINT16: ((uint16_t *)dst->data)[i] = (uint16_t)v; break;
-            case DT_UINT32: ((uint32_t *)dst->data)[i] = (uint32_t)v; break;
-            case DT_UINT64: ((uint64_t *)dst->data)[i] = v; break;
-            default: break;
-            }
-        }
-    } else if (src->dtype == DT_FLOAT && to == DT_FLOAT16) {
-        for (int64_t i = 0; i < n; i++)
-            ((uint16_t *)dst->data)[i] = f32_to_f16(((const float *)src->data)[i]);
-    } else if (src->dtype == DT_UINT64 || src->dtype == DT_INT64) {
-        for (int64_t i = 0; i < n; i++) {
-            double v = src->dtype == DT_UINT64 ? (double)((const uint64_t *)src->data)[i]
-                                               : (double)((const int64_t *)src->data)[i];
-            set_from_f64(dst, i, v);
-        }
-    } else {
-        for (int64_t i = 0; i < n; i++) set_from_f64(dst, i, tensor_get_f64(src, i));
-    }
-    return 0;
+    return tensor_convert(src, dst, e);
 }

@@ -58,5 +58,8 @@ int64_t tensor_get_i64(const tensor_t *t, int64_t i);
 void tensor_set_f64(tensor_t *t, int64_t i, double v);
 /* Converts to a new tensor of another type with ONNX Cast semantics. */
 int tensor_cast(const tensor_t *src, dtype_t to, tensor_t *dst, perr_t *e);
+/* Converts src's elements into dst's existing data (dst's dtype, same element
+ * count) with ONNX Cast semantics (convert.c). */
+int tensor_convert(const tensor_t *src, tensor_t *dst, perr_t *e);
 
 #endif

@@ -1,0 +1,231 @@
+/* binary.c — binary ops of the elementwise family with numpy broadcasting
+ * (opset >= 7): Add, Sub, Mul, Div, Mod, Pow, BitShift, the comparisons and
+ * And/Or/Xor. Every kernel walks a bcast.h plan through BIN_ROWS.
+ *
+ * Integer arithmetic has no undefined behaviour: sums and products wrap
+ * through uint64; division or remainder by zero is defined as 0; INT_MIN / -1
+ * wraps to INT_MIN (and INT_MIN % -1 is 0). Integer division truncates
+ * toward zero (C, ONNX Runtime); Mod with fmod=0 follows Python's sign rule
+ * (the result takes the divisor's sign), fmod=1 C's. */
+#include <tgmath.h>
+#include "ops/elementwise_impl.h"
+
+/* ---- shape functions ---- */
+
+/* Two inputs of one type in mask; output the broadcast shape of type out_dt
+ * (DT_UNDEFINED = the inputs' type). */
+static int shape_binary(op_ctx_t *c, unsigned mask, dtype_t out_dt)
+{
+    if (op_check_inputs(c, 2, 2) || ew_check_input(c, 0, mask) || ew_same_types(c, 0, 1))
+        return OP_ERROR;
+    return ew_set_broadcast(c, 0, 2, out_dt == DT_UNDEFINED ? c->in[0]->dtype : out_dt);
+}
+
+int ew_shape_arith(op_ctx_t *c) { return shape_binary(c, TM_NUMERIC, DT_UNDEFINED); }
+int ew_shape_compare(op_ctx_t *c) { return shape_binary(c, TM_NUMERIC, DT_BOOL); }
+int ew_shape_equal(op_ctx_t *c) { return shape_binary(c, TM_NUMERIC | TM_BOOL, DT_BOOL); }
+int ew_shape_logic(op_ctx_t *c) { return shape_binary(c, TM_BOOL, DT_BOOL); }
+
+/* BitShift's direction: 0 = LEFT, 1 = RIGHT, -1 = invalid (failed). */
+static int shift_right(op_ctx_t *c) { return ew_attr_choice(c, "direction", "", "LEFT", "RIGHT"); }
+
+int ew_shape_bitshift(op_ctx_t *c)
+{
+    if (shift_right(c) < 0) return OP_ERROR;
+    return shape_binary(c, TM_UINT, DT_UNDEFINED);
+}
+
+int ew_shape_mod(op_ctx_t *c)
+{
+    if (shape_binary(c, TM_NUMERIC, DT_UNDEFINED)) return OP_ERROR;
+    if (dtype_is_float(c->in[0]->dtype) && attr_int(c->node, "fmod", 0) != 1)
+        return op_fail(c, "fmod must be 1 for floating-point inputs (type %s)", dtype_name(c->in[0]->dtype));
+    return 0;
+}
+
+/* Pow: base and exponent types may differ; Z has the base's type. */
+int ew_shape_pow(op_ctx_t *c)
+{
+    if (op_check_inputs(c, 2, 2) || ew_check_input(c, 0, TM_FLOAT | TM_INT) ||
+        ew_check_input(c, 1, TM_NUMERIC))
+        return OP_ERROR;
+    if (c->node->opset < 12 && ew_same_types(c, 0, 1)) return OP_ERROR;
+    return ew_set_broadcast(c, 0, 2, c->in[0]->dtype);
+}
+
+/* ---- integer helpers (operands widened to 64 bits, results truncated) ---- */
+
+static inline int64_t div_s(int64_t x, int64_t y)
+{
+    if (y == 0) return 0;
+    if (y == -1) return (int64_t)(0 - (uint64_t)x);   /* INT_MIN / -1 wraps */
+    return x / y;
+}
+static inline uint64_t div_u(uint64_t x, uint64_t y) { return y ? x / y : 0; }
+
+static inline int64_t rem_s(int64_t x, int64_t y, int python)
+{
+    if (y == 0 || y == -1) return 0;
+    int64_t r = x % y;
+    if (python && r != 0 && ((r < 0) != (y < 0))) r += y;   /* opposite signs: no overflow */
+    return r;
+}
+static inline uint64_t rem_u(uint64_t x, uint64_t y) { return y ? x % y : 0; }
+
+#define INT_DIV(T, x, y) (IS_SIGNED_T(T) ? (T)div_s((int64_t)(x), (int64_t)(y)) \
+                                         : (T)div_u((uint64_t)(x), (uint64_t)(y)))
+#define INT_REM(T, x, y, py) (IS_SIGNED_T(T) ? (T)rem_s((int64_t)(x), (int64_t)(y), (py)) \
+                                             : (T)rem_u((uint64_t)(x), (uint64_t)(y)))
+
+/* Integer power modulo 2^64 (then truncated to T, which is the wrapped
+ * result). Negative exponents: 1 for base 1, +-1 for base -1, else 0 (the
+ * truncated reciprocal; 0^-n is defined as 0). */
+static inline uint64_t ipow(uint64_t b, int b_neg, uint64_t e, int e_neg)
+{
+    if (e_neg) {
+        if (b == 1) return 1;
+        if (b_neg && b == UINT64_MAX) return (e & 1) ? UINT64_MAX : 1;
+        return 0;
+    }
+    uint64_t r = 1;
+    while (e) {
+        if (e & 1) r *= b;
+        b *= b;
+        e >>= 1;
+    }
+    return r;
+}
+
+/* ---- arithmetic ---- */
+
+/* FEXPR for float types, IEXPR for integers, over x, y of type T. */
+#define ARITH_KERNEL(name, FEXPR, IEXPR)                                        \
+    int name(op_ctx_t *c)                                                       \
+    {                                                                           \
+        bcast_t b;                                                              \
+        if (ew_plan(c, &b, 2)) return OP_ERROR;                                 \
+        const tensor_t *A = c->in[0], *B = c->in[1];                            \
+        void *O = c->out[0]->data;                                              \
+        if (dtype_is_float(A->dtype)) {                                         \
+            DISPATCH_FLOAT(A->dtype, BIN_ROWS(&b, T, T, T, A->data, B->data, O, FEXPR), \
+                           return ew_bad_type(c, A->dtype))                 \
+        } else {                                                                \
+            DISPATCH_INT(A->dtype, BIN_ROWS(&b, T, T, T, A->data, B->data, O, IEXPR), \
+                         return ew_bad_type(c, A->dtype))                   \
+        }                                                                       \
+        return 0;                                                               \
+    }
+
+ARITH_KERNEL(run_add, x + y, (uint64_t)x + (uint64_t)y)
+ARITH_KERNEL(run_sub, x - y, (uint64_t)x - (uint64_t)y)
+ARITH_KERNEL(run_mul, x * y, (uint64_t)x * (uint64_t)y)
+ARITH_KERNEL(run_div, x / y, INT_DIV(T, x, y))
+
+int run_mod(op_ctx_t *c)
+{
+    bcast_t b;
+    if (ew_plan(c, &b, 2)) return OP_ERROR;
+    const tensor_t *A = c->in[0], *B = c->in[1];
+    void *O = c->out[0]->data;
+    const int python = attr_int(c->node, "fmod", 0) == 0;
+    if (dtype_is_float(A->dtype)) {
+        if (python) return op_fail(c, "fmod must be 1 for floating-point inputs");
+        DISPATCH_FLOAT(A->dtype, BIN_ROWS(&b, T, T, T, A->data, B->data, O, fmod(x, y)),
+                       return ew_bad_type(c, A->dtype))
+    } else {
+        DISPATCH_INT(A->dtype, BIN_ROWS(&b, T, T, T, A->data, B->data, O, INT_REM(T, x, y, python)),
+                     return ew_bad_type(c, A->dtype))
+    }
+    return 0;
+}
+
+int run_pow(op_ctx_t *c)
+{
+    bcast_t b;
+    if (ew_plan(c, &b, 2)) return OP_ERROR;
+    const tensor_t *A = c->in[0], *B = c->in[1];
+    void *O = c->out[0]->data;
+    const dtype_t et = B->dtype;
+    if (dtype_is_float(A->dtype)) {
+        /* float base: the exponent converted to the base's type, pow in that type */
+        DISPATCH_FLOAT(A->dtype, typedef T TB;
+                       DISPATCH_NUMERIC(et, BIN_ROWS(&b, TB, T, TB, A->data, B->data, O, pow(x, (TB)y)),
+                                        return ew_bad_type(c, et)),
+                       return ew_bad_type(c, A->dtype))
+    } else if (dtype_is_float(et)) {
+        /* integer base, float exponent: pow in double, truncated like astype */
+        DISPATCH_INT(A->dtype, typedef T TB;
+                     DISPATCH_FLOAT(et, BIN_ROWS(&b, TB, T, TB, A->data, B->data, O,
+                                                 SAT_TO_INT(TB, pow((double)x, (double)y))),
+                                    return ew_bad_type(c, et)),
+                     return ew_bad_type(c, A->dtype))
+    } else {
+        /* integers: exact power, wrapping */
+        DISPATCH_INT(A->dtype, typedef T TB;
+                     DISPATCH_INT(et, BIN_ROWS(&b, TB, T, TB, A->data, B->data, O,
+                                               ipow((uint64_t)x, LT0(TB, x), (uint64_t)y, LT0(T, y))),
+                                  return ew_bad_type(c, et)),
+                     return ew_bad_type(c, A->dtype))
+    }
+    return 0;
+}
+
+int run_bitshift(op_ctx_t *c)
+{
+    bcast_t b;
+    const int right = shift_right(c);
+    if (right < 0 || ew_plan(c, &b, 2)) return OP_ERROR;
+    const tensor_t *A = c->in[0], *B = c->in[1];
+    void *O = c->out[0]->data;
+    /* shifts by the width or more give 0 (no undefined behaviour) */
+    if (!right) {
+        DISPATCH_INT(A->dtype,
+                     BIN_ROWS(&b, T, T, T, A->data, B->data, O,
+                              (uint64_t)y >= 8 * sizeof(T) ? (T)0 : (T)((uint64_t)x << (uint64_t)y)),
+                     return ew_bad_type(c, A->dtype))
+    } else {
+        DISPATCH_INT(A->dtype,
+                     BIN_ROWS(&b, T, T, T, A->data, B->data, O,
+                              (uint64_t)y >= 8 * sizeof(T) ? (T)0 : (T)((uint64_t)x >> (uint64_t)y)),
+                     return ew_bad_type(c, A->dtype))
+    }
+    return 0;
+}
+
+/* ---- comparisons and logic: bool (uint8 0/1) results ---- */
+
+#define CMP_KERNEL(name, OP)                                                    \
+    int name(op_ctx_t *c)                                                       \
+    {                                                                           \
+        bcast_t b;                                                              \
+        if (ew_plan(c, &b, 2)) return OP_ERROR;                                 \
+        const tensor_t *A = c->in[0], *B = c->in[1];                            \
+        void *O = c->out[0]->data;                                              \
+        if (A->dtype == DT_BOOL) {                                              \
+            BIN_ROWS(&b, uint8_t, uint8_t, uint8_t, A->data, B->data, O, (x != 0) OP (y != 0)); \
+            return 0;                                                           \
+        }                                                                       \
+        DISPATCH_NUMERIC(A->dtype, BIN_ROWS(&b, T, T, uint8_t, A->data, B->data, O, x OP y), \
+                         return ew_bad_type(c, A->dtype))                   \
+        return 0;                                                               \
+    }
+
+CMP_KERNEL(run_equal, ==)
+CMP_KERNEL(run_greater, >)
+CMP_KERNEL(run_greater_equal, >=)
+CMP_KERNEL(run_less, <)
+CMP_KERNEL(run_less_equal, <=)
+
+#define LOGIC_KERNEL(name, EXPR)                                                \
+    int name(op_ctx_t *c)                                                       \
+    {                                                                           \
+        bcast_t b;                                                              \
+        if (ew_plan(c, &b, 2)) return OP_ERROR;                                 \
+        BIN_ROWS(&b, uint8_t, uint8_t, uint8_t, c->in[0]->data, c->in[1]->data, \
+                 c->out[0]->data, EXPR);                                        \
+        return 0;                                                               \
+    }
+
+LOGIC_KERNEL(run_and, (x != 0) & (y != 0))
+LOGIC_KERNEL(run_or, (x != 0) | (y != 0))
+LOGIC_KERNEL(run_xor, (x != 0) ^ (y != 0))

@@ -1,0 +1,149 @@
+/* elementwise_impl.h — private to the elementwise family (elementwise.c
+ * holds the table; unary.c, activation.c, binary.c, variadic.c and cast.c
+ * hold the kernels). Shared here: element-type masks, the shape checks every
+ * file uses, and the row loops over a broadcast plan (bcast.h). */
+#ifndef PARITY_ELEMENTWISE_IMPL_H
+#define PARITY_ELEMENTWISE_IMPL_H
+
+#include <math.h>
+#include "ops/ops.h"
+#include "ops/bcast.h"
+#include "tensor/convert.h"   /* IS_SIGNED_T, SAT_TO_INT */
+
+/* Element-type masks (bit = ONNX dtype code). Half types are listed where
+ * the spec allows them: the executor widens them to float32 for the kernel. */
+#define TM(dt) (1u << (dt))
+#define TM_FLOAT (TM(DT_FLOAT) | TM(DT_DOUBLE) | TM(DT_FLOAT16) | TM(DT_BFLOAT16))
+#define TM_SINT (TM(DT_INT8) | TM(DT_INT16) | TM(DT_INT32) | TM(DT_INT64))
+#define TM_UINT (TM(DT_UINT8) | TM(DT_UINT16) | TM(DT_UINT32) | TM(DT_UINT64))
+#define TM_INT (TM_SINT | TM_UINT)
+#define TM_NUMERIC (TM_FLOAT | TM_INT)
+#define TM_BOOL TM(DT_BOOL)
+
+/* x < 0 for any integer type T, without "always false" warnings for unsigned T. */
+#define LT0(T, x) (IS_SIGNED_T(T) && is_neg_i64_((int64_t)(x)))
+static inline int is_neg_i64_(int64_t v) { return v < 0; }
+
+/* Fails naming the node unless dt is in mask; `what` names the operand. */
+int ew_check_type(op_ctx_t *c, dtype_t dt, unsigned mask, const char *what);
+/* Fails unless input i's type is in mask; i must exist. */
+int ew_check_input(op_ctx_t *c, int i, unsigned mask);
+/* Output 0 = broadcast of inputs [0, n) with type dt. Inputs NULL are skipped. */
+int ew_set_broadcast(op_ctx_t *c, int first, int n, dtype_t dt);
+/* Fails unless inputs i and j have the same element type. */
+int ew_same_types(op_ctx_t *c, int i, int j);
+/* Plans the walk of inputs [0, n) onto output 0 (opset < 7 broadcast=1
+ * alignment included). */
+int ew_plan(op_ctx_t *c, bcast_t *b, int n);
+/* Kernel-time failure for an element type the kernel has no body for. */
+int ew_bad_type(op_ctx_t *c, dtype_t dt);
+/* A two-valued string attribute: 0 if it is a, 1 if b, -1 (failed) otherwise. */
+int ew_attr_choice(op_ctx_t *c, const char *name, const char *dflt, const char *a, const char *b);
+
+/* (Macros passed as DISPATCH_* bodies must not expand to top-level commas.) */
+
+/* Binary row loop: o[i] = EXPR with x, y bound to the operands, over every
+ * row of plan b. A, B: input data (types TA, TB); O: output data (TO). The
+ * four branches let the compiler vectorise each stride pattern. */
+#define BIN_ROWS(b, TA, TB, TO, A, B, O, EXPR) do {                             \
+        const TA *A_ = (const TA *)(A);                                         \
+        const TB *B_ = (const TB *)(B);                                         \
+        TO *O_ = (TO *)(O);                                                     \
+        const int64_t n_ = (b)->inner;                                          \
+        const int sa_ = (int)(b)->is[0];                                        \
+        const int sb_ = (int)(b)->is[1];                                        \
+        BCAST_FOR_ROWS(b, it_) {                                                \
+            const TA *pa_ = A_ + it_.off[0];                                    \
+            const TB *pb_ = B_ + it_.off[1];                                    \
+            TO *po_ = O_ + it_.row * n_;                                        \
+            if (sa_ && sb_) {                                                   \
+                for (int64_t i_ = 0; i_ < n_; i_++) {                           \
+                    const TA x = pa_[i_]; const TB y = pb_[i_];                 \
+                    po_[i_] = (TO)(EXPR);                                       \
+                }                                                               \
+            } else if (sa_) {                                                   \
+                const TB y = pb_[0];                                            \
+                for (int64_t i_ = 0; i_ < n_; i_++) {                           \
+                    const TA x = pa_[i_];                                       \
+                    po_[i_] = (TO)(EXPR);                                       \
+                }                                                               \
+            } else if (sb_) {                                                   \
+                const TA x = pa_[0];                                            \
+                for (int64_t i_ = 0; i_ < n_; i_++) {                           \
+                    const TB y = pb_[i_];                                       \
+                    po_[i_] = (TO)(EXPR);                                       \
+                }                                                               \
+            } else {                                                            \
+                const TA x = pa_[0]; const TB y = pb_[0];                       \
+                const TO v_ = (TO)(EXPR);                                       \
+                for (int64_t i_ = 0; i_ < n_; i_++) po_[i_] = v_;               \
+            }                                                                   \
+        }                                                                       \
+    } while (0)
+
+/* Unary loop over n contiguous elements: o[i] = EXPR with x bound to in[i]. */
+#define UN_LOOP(TI, TO, IN, OUT, N, EXPR) do {                                  \
+        const TI *I_ = (const TI *)(IN);                                        \
+        TO *O_ = (TO *)(OUT);                                                   \
+        const int64_t n_ = (N);                                                 \
+        for (int64_t i_ = 0; i_ < n_; i_++) {                                   \
+            const TI x = I_[i_];                                                \
+            O_[i_] = (TO)(EXPR);                                                \
+        }                                                                       \
+    } while (0)
+
+/* Kernels and shape functions, by file. */
+/* unary.c */
+/* One input of a type in mask; output of its shape and type (bool if bool_out). */
+int ew_shape_unary(op_ctx_t *c, unsigned mask, int bool_out);
+int ew_shape_float(op_ctx_t *c);
+int ew_shape_numeric(op_ctx_t *c);
+int ew_shape_neg(op_ctx_t *c);
+int ew_shape_not(op_ctx_t *c);
+int ew_shape_isx(op_ctx_t *c);
+int run_abs(op_ctx_t *c);   int run_neg(op_ctx_t *c);   int run_sign(op_ctx_t *c);
+int run_ceil(op_ctx_t *c);  int run_floor(op_ctx_t *c); int run_round(op_ctx_t *c);
+int run_exp(op_ctx_t *c);   int run_log(op_ctx_t *c);   int run_sqrt(op_ctx_t *c);
+int run_reciprocal(op_ctx_t *c); int run_erf(op_ctx_t *c);
+int run_sin(op_ctx_t *c);   int run_cos(op_ctx_t *c);   int run_tan(op_ctx_t *c);
+int run_asin(op_ctx_t *c);  int run_acos(op_ctx_t *c);  int run_atan(op_ctx_t *c);
+int run_sinh(op_ctx_t *c);  int run_cosh(op_ctx_t *c);  int run_tanh(op_ctx_t *c);
+int run_asinh(op_ctx_t *c); int run_acosh(op_ctx_t *c); int run_atanh(op_ctx_t *c);
+int run_not(op_ctx_t *c);   int run_isinf(op_ctx_t *c); int run_isnan(op_ctx_t *c);
+/* activation.c */
+int ew_shape_relu(op_ctx_t *c);
+int ew_shape_shrink(op_ctx_t *c);
+int ew_shape_prelu(op_ctx_t *c);
+int ew_shape_clip(op_ctx_t *c);
+int ew_shape_gelu(op_ctx_t *c);
+int run_relu(op_ctx_t *c);  int run_sigmoid(op_ctx_t *c); int run_softplus(op_ctx_t *c);
+int run_softsign(op_ctx_t *c); int run_elu(op_ctx_t *c); int run_selu(op_ctx_t *c);
+int run_celu(op_ctx_t *c);  int run_leakyrelu(op_ctx_t *c); int run_hardsigmoid(op_ctx_t *c);
+int run_hardswish(op_ctx_t *c); int run_mish(op_ctx_t *c); int run_gelu(op_ctx_t *c);
+int run_thresholdedrelu(op_ctx_t *c); int run_shrink(op_ctx_t *c);
+int run_prelu(op_ctx_t *c); int run_clip(op_ctx_t *c);
+/* binary.c */
+int ew_shape_arith(op_ctx_t *c);
+int ew_shape_compare(op_ctx_t *c);
+int ew_shape_equal(op_ctx_t *c);
+int ew_shape_logic(op_ctx_t *c);
+int ew_shape_bitshift(op_ctx_t *c);
+int ew_shape_mod(op_ctx_t *c);
+int ew_shape_pow(op_ctx_t *c);
+int run_add(op_ctx_t *c);   int run_sub(op_ctx_t *c);   int run_mul(op_ctx_t *c);
+int run_div(op_ctx_t *c);   int run_mod(op_ctx_t *c);   int run_pow(op_ctx_t *c);
+int run_bitshift(op_ctx_t *c);
+int run_equal(op_ctx_t *c); int run_greater(op_ctx_t *c); int run_greater_equal(op_ctx_t *c);
+int run_less(op_ctx_t *c);  int run_less_equal(op_ctx_t *c);
+int run_and(op_ctx_t *c);   int run_or(op_ctx_t *c);    int run_xor(op_ctx_t *c);
+/* variadic.c */
+int ew_shape_variadic(op_ctx_t *c);
+int ew_shape_where(op_ctx_t *c);
+int run_sum(op_ctx_t *c);   int run_max(op_ctx_t *c);   int run_min(op_ctx_t *c);
+int run_mean(op_ctx_t *c);  int run_where(op_ctx_t *c);
+/* cast.c */
+int ew_shape_cast(op_ctx_t *c);
+int ew_shape_castlike(op_ctx_t *c);
+int run_cast(op_ctx_t *c);
+
+#endif

@@ -1,0 +1,113 @@
+/* unary.c — elementwise unary math of the elementwise family: Abs, Neg,
+ * Sign, Ceil, Floor, Round, Exp, Log, Sqrt, Reciprocal, Erf, the
+ * trigonometric and hyperbolic functions, Not, IsInf, IsNaN.
+ *
+ * Float kernels compute in the tensor's own type (<tgmath.h> picks sinf or
+ * sin from T), so float32 results match the float32 reference. Integer
+ * variants (Abs, Neg, Sign, Erf) wrap or saturate without undefined
+ * behaviour. Half types never reach these kernels (ops.h). */
+#include <tgmath.h>
+#include "ops/elementwise_impl.h"
+
+/* ---- shape functions ---- */
+
+int ew_shape_unary(op_ctx_t *c, unsigned mask, int bool_out)
+{
+    if (op_check_inputs(c, 1, 1) || ew_check_input(c, 0, mask)) return OP_ERROR;
+    const tensor_t *x = c->in[0];
+    return op_set_out(c, 0, bool_out ? DT_BOOL : x->dtype, x->ndim, x->dims);
+}
+
+int ew_shape_float(op_ctx_t *c) { return ew_shape_unary(c, TM_FLOAT, 0); }
+int ew_shape_numeric(op_ctx_t *c) { return ew_shape_unary(c, TM_NUMERIC, 0); }
+int ew_shape_neg(op_ctx_t *c) { return ew_shape_unary(c, TM_FLOAT | TM_SINT, 0); }
+int ew_shape_not(op_ctx_t *c) { return ew_shape_unary(c, TM_BOOL, 0); }
+int ew_shape_isx(op_ctx_t *c) { return ew_shape_unary(c, TM_FLOAT, 1); }
+
+/* ---- float-only functions: one definition per op, T = float or double ---- */
+
+#define FLOAT_UNARY(name, EXPR)                                                 \
+    int name(op_ctx_t *c)                                                       \
+    {                                                                           \
+        const tensor_t *in = c->in[0];                                          \
+        tensor_t *out = c->out[0];                                              \
+        DISPATCH_FLOAT(in->dtype,                                               \
+                       UN_LOOP(T, T, in->data, out->data, tensor_numel(in), EXPR), \
+                       return ew_bad_type(c, in->dtype))                    \
+        return 0;                                                               \
+    }
+
+FLOAT_UNARY(run_ceil, ceil(x))
+FLOAT_UNARY(run_floor, floor(x))
+FLOAT_UNARY(run_round, rint(x))          /* default rounding mode: half to even */
+FLOAT_UNARY(run_exp, exp(x))
+FLOAT_UNARY(run_log, log(x))
+FLOAT_UNARY(run_sqrt, sqrt(x))
+FLOAT_UNARY(run_reciprocal, (T)1 / x)
+FLOAT_UNARY(run_sin, sin(x))
+FLOAT_UNARY(run_cos, cos(x))
+FLOAT_UNARY(run_tan, tan(x))
+FLOAT_UNARY(run_asin, asin(x))
+FLOAT_UNARY(run_acos, acos(x))
+FLOAT_UNARY(run_atan, atan(x))
+FLOAT_UNARY(run_sinh, sinh(x))
+FLOAT_UNARY(run_cosh, cosh(x))
+FLOAT_UNARY(run_tanh, tanh(x))
+FLOAT_UNARY(run_asinh, asinh(x))
+FLOAT_UNARY(run_acosh, acosh(x))
+FLOAT_UNARY(run_atanh, atanh(x))
+
+/* ---- ops defined for integers too ---- */
+
+/* Float body FEXPR, integer body IEXPR, both over x of type T. */
+#define NUMERIC_UNARY(name, FEXPR, IEXPR)                                       \
+    int name(op_ctx_t *c)                                                       \
+    {                                                                           \
+        const tensor_t *in = c->in[0];                                          \
+        tensor_t *out = c->out[0];                                              \
+        const int64_t n = tensor_numel(in);                                     \
+        if (dtype_is_float(in->dtype)) {                                        \
+            DISPATCH_FLOAT(in->dtype, UN_LOOP(T, T, in->data, out->data, n, FEXPR), \
+                           return ew_bad_type(c, in->dtype))                \
+        } else {                                                                \
+            DISPATCH_INT(in->dtype, UN_LOOP(T, T, in->data, out->data, n, IEXPR), \
+                         return ew_bad_type(c, in->dtype))                  \
+        }                                                                       \
+        return 0;                                                               \
+    }
+
+/* |INT_MIN| and -INT_MIN wrap to INT_MIN (two's complement via uint64). */
+NUMERIC_UNARY(run_abs, fabs(x), LT0(T, x) ? (T)(0 - (uint64_t)x) : x)
+NUMERIC_UNARY(run_neg, -x, (T)(0 - (uint64_t)x))
+/* Sign keeps NaN (numpy) and the zero as it is. */
+NUMERIC_UNARY(run_sign, x > 0 ? (T)1 : x < 0 ? (T)-1 : x, x > 0 ? (T)1 : LT0(T, x) ? (T)-1 : (T)0)
+/* erf of an integer: computed in double, truncated like a numpy astype. */
+NUMERIC_UNARY(run_erf, erf(x), SAT_TO_INT(T, erf((double)x)))
+
+/* ---- boolean results ---- */
+
+int run_not(op_ctx_t *c)
+{
+    UN_LOOP(uint8_t, uint8_t, c->in[0]->data, c->out[0]->data, tensor_numel(c->in[0]), x == 0);
+    return 0;
+}
+
+int run_isnan(op_ctx_t *c)
+{
+    const tensor_t *in = c->in[0];
+    DISPATCH_FLOAT(in->dtype, UN_LOOP(T, uint8_t, in->data, c->out[0]->data, tensor_numel(in), x != x),
+                   return ew_bad_type(c, in->dtype))
+    return 0;
+}
+
+int run_isinf(op_ctx_t *c)
+{
+    const tensor_t *in = c->in[0];
+    const int pos = attr_int(c->node, "detect_positive", 1) != 0;
+    const int neg = attr_int(c->node, "detect_negative", 1) != 0;
+    DISPATCH_FLOAT(in->dtype,
+                   UN_LOOP(T, uint8_t, in->data, c->out[0]->data, tensor_numel(in),
+                           (pos && x == (T)INFINITY) || (neg && x == -(T)INFINITY)),
+                   return ew_bad_type(c, in->dtype))
+    return 0;
+}
