@@ -1,0 +1,171 @@
+/* softmax.c — Softmax, LogSoftmax and Hardmax (REDUCE family; rows in
+ * reduce.c), and the log-softmax core SoftmaxCrossEntropyLoss reuses.
+ *
+ * The opset matters (ONNX changed the semantics at 13):
+ *  - opset < 13: the input is coerced to 2-D [prod(dims[:axis]),
+ *    prod(dims[axis:])] and each row of that matrix is normalised; the
+ *    default axis is 1. So axis=1 on [N,C,H,W] normalises over C*H*W values.
+ *  - opset >= 13: normalised along the single axis `axis`, default -1.
+ * Both reduce to an [outer, n, inner] layout (inner = 1 before 13).
+ *
+ * Numerics: the row maximum is subtracted before exp (stable for large
+ * inputs); exp is taken in the element type like the reference, the sum is
+ * accumulated in double in index order, and LogSoftmax computes
+ * (x - max) - log(sum) in double. Hardmax sets 1 at the first maximum
+ * (numpy argmax: a NaN counts as the maximum).
+ */
+#include <math.h>
+#include <string.h>
+#include "ops/reduce_impl.h"
+
+#define EXP_T(T, v) (sizeof(T) == sizeof(float) ? (T)expf((float)(v)) : (T)exp((double)(v)))
+#define GREATER_OR_NAN(v, m) ((v) > (m) || (v) != (v))
+
+static int softmax_layout(op_ctx_t *c, int64_t *outer, int64_t *n, int64_t *inner)
+{
+    const tensor_t *x = c->in[0];
+    int r = x->ndim;
+    if (c->node->opset >= 13) {
+        int a = op_axis(c, attr_int(c->node, "axis", -1), r);
+        if (a < 0) return -1;
+        red_split_axis(x, a, outer, n, inner);
+        return 0;
+    }
+    int64_t a = attr_int(c->node, "axis", 1);
+    if (a < 0) a += r;
+    if (a < 0 || a > r)
+        return op_fail(c, "axis %lld out of range for rank %d",
+                       (long long)attr_int(c->node, "axis", 1), r);
+    *outer = 1;
+    *n = 1;
+    *inner = 1;
+    for (int d = 0; d < r; d++) {
+        if (d < a) *outer *= x->dims[d];
+        else *n *= x->dims[d];
+    }
+    return 0;
+}
+
+int softmax_shape(op_ctx_t *c)
+{
+    int64_t outer, n, inner;
+    if (op_check_inputs(c, 1, 1)) return -1;
+    if (red_check_type(c, 0, c->in[0]->dtype, 0)) return -1;
+    if (softmax_layout(c, &outer, &n, &inner)) return -1;
+    return shape_same_as_input0(c);
+}
+
+size_t softmax_scratch_bytes(int64_t inner)
+{
+    return (size_t)inner * (sizeof(double) + 2 * sizeof(int64_t)) + 16;
+}
+
+/* One row of n contiguous elements (inner == 1). */
+#define SOFTMAX_ROW(T)                                                        \
+    {                                                                         \
+        T m = xr[0];                                                          \
+        int64_t mi = 0;                                                       \
+        for (int64_t k = 1; k < n; k++)                                       \
+            if (m == m && GREATER_OR_NAN(xr[k], m)) { m = xr[k]; mi = k; }    \
+        double s = 0;                                                         \
+        switch (kind) {                                                       \
+        case SM_SOFTMAX:                                                      \
+            for (int64_t k = 0; k < n; k++) {                                 \
+                T e = EXP_T(T, xr[k] - m);                                    \
+                yr[k] = e;                                                    \
+                s += e;                                                       \
+            }                                                                 \
+            s = 1.0 / s;                                                      \
+            for (int64_t k = 0; k < n; k++) yr[k] = (T)(yr[k] * s);           \
+            break;                                                            \
+        case SM_LOGSOFTMAX:                                                   \
+            for (int64_t k = 0; k < n; k++) s += EXP_T(T, xr[k] - m);         \
+            s = log(s);                                                       \
+            for (int64_t k = 0; k < n; k++)                                   \
+                yr[k] = (T)(((double)xr[k] - (double)m) - s);                 \
+            break;                                                            \
+        default:                                                              \
+            for (int64_t k = 0; k < n; k++) yr[k] = 0;                        \
+            yr[mi] = 1;                                                       \
+            break;                                                            \
+        }                                                                     \
+    }
+
+/* One [n, inner] block, processed a row at a time so memory is read in
+ * order; per-column max, sum and argmax live in col. */
+#define SOFTMAX_BLOCK(T)                                                      \
+    {                                                                         \
+        double *sum = col;                                                    \
+        int64_t *mi = (int64_t *)(sum + inner);                               \
+        T *m = (T *)(mi + inner);                                             \
+        memcpy(m, xb, (size_t)inner * sizeof(T));                             \
+        for (int64_t i = 0; i < inner; i++) { mi[i] = 0; sum[i] = 0; }        \
+        for (int64_t k = 1; k < n; k++)                                       \
+            for (int64_t i = 0; i < inner; i++) {                             \
+                T v = xb[k * inner + i];                                      \
+                if (m[i] == m[i] && GREATER_OR_NAN(v, m[i])) { m[i] = v; mi[i] = k; } \
+            }                                                                 \
+        switch (kind) {                                                       \
+        case SM_SOFTMAX:                                                      \
+            for (int64_t k = 0; k < n; k++)                                   \
+                for (int64_t i = 0; i < inner; i++) {                         \
+                    T e = EXP_T(T, xb[k * inner + i] - m[i]);                 \
+                    yb[k * inner + i] = e;                                    \
+                    sum[i] += e;                                              \
+                }                                                             \
+            for (int64_t i = 0; i < inner; i++) sum[i] = 1.0 / sum[i];        \
+            for (int64_t k = 0; k < n; k++)                                   \
+                for (int64_t i = 0; i < inner; i++)                           \
+                    yb[k * inner + i] = (T)(yb[k * inner + i] * sum[i]);      \
+            break;                                                            \
+        case SM_LOGSOFTMAX:                                                   \
+            for (int64_t k = 0; k < n; k++)                                   \
+                for (int64_t i = 0; i < inner; i++)                           \
+                    sum[i] += EXP_T(T, xb[k * inner + i] - m[i]);             \
+            for (int64_t i = 0; i < inner; i++) sum[i] = log(sum[i]);         \
+            for (int64_t k = 0; k < n; k++)                                   \
+                for (int64_t i = 0; i < inner; i++)                           \
+                    yb[k * inner + i] =                                       \
+                        (T)(((double)xb[k * inner + i] - (double)m[i]) - sum[i]); \
+            break;                                                            \
+        default:                                                              \
+            for (int64_t k = 0; k < n * inner; k++) yb[k] = 0;                \
+            for (int64_t i = 0; i < inner; i++) yb[mi[i] * inner + i] = 1;    \
+            break;                                                            \
+        }                                                                     \
+    }
+
+void softmax_axis(int kind, dtype_t dt, const void *x, void *y,
+                  int64_t outer, int64_t n, int64_t inner, void *col)
+{
+    if (n == 0 || inner == 0) return;
+    DISPATCH_FLOAT(dt, {
+        const T *xs = x;
+        T *ys = y;
+        for (int64_t o = 0; o < outer; o++) {
+            if (inner == 1) {
+                const T *xr = xs + o * n;
+                T *yr = ys + o * n;
+                SOFTMAX_ROW(T);
+            } else {
+                const T *xb = xs + o * n * inner;
+                T *yb = ys + o * n * inner;
+                SOFTMAX_BLOCK(T);
+            }
+        }
+    }, (void)0)
+}
+
+int softmax_run(op_ctx_t *c)
+{
+    int64_t outer, n, inner;
+    if (softmax_layout(c, &outer, &n, &inner)) return -1;
+    const char *op = c->node->op_type;
+    int kind = !strcmp(op, "Softmax") ? SM_SOFTMAX : !strcmp(op, "LogSoftmax") ? SM_LOGSOFTMAX
+                                                                             : SM_HARDMAX;
+    void *col = NULL;
+    if (inner > 1 && !(col = c->scratch(c, softmax_scratch_bytes(inner))))
+        return op_fail(c, "out of scratch memory");
+    softmax_axis(kind, c->in[0]->dtype, c->in[0]->data, c->out[0]->data, outer, n, inner, col);
+    return 0;
+}
