@@ -1,0 +1,339 @@
+/* evaluate.c — pycocotools' _prepare, computeIoU and evaluateImg.
+ *
+ * Ground truth and detections are grouped by (category, image); each group's
+ * detections are stable-sorted by score and cut to 100; IoUs are computed as
+ * maskApi.c's bbIou does; then, per area range and IoU threshold, the greedy
+ * matching of evaluateImg marks every kept detection as matched (to a GT of
+ * nonzero id) and/or ignored. Groups of different categories are independent
+ * and run on worker threads.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include "coco/coco_int.h"
+
+static const double area_lo[COCO_A] = { 0.0, 0.0, 1024.0, 9216.0 };
+static const double area_hi[COCO_A] = { 1e10, 1024.0, 9216.0, 1e10 };
+
+/* ---- grouping (_prepare) ---- */
+
+/* For each annotation, the index of the last annotation with the same id:
+ * COCO.loadAnns looks anns up by id, so a repeated id yields the last one.
+ * NULL when ids are unique (the normal case). */
+static int64_t *resolve_ids(const coco_gt_t *gt)
+{
+    int64_t n = gt->nann;
+    if (n < 2) return NULL;
+    uint64_t *k = xmalloc(n * sizeof *k), *tk = xmalloc(n * sizeof *tk);
+    int64_t *v = xmalloc(n * sizeof *v), *tv = xmalloc(n * sizeof *tv);
+    for (int64_t i = 0; i < n; i++) {
+        k[i] = (uint64_t)gt->anns[i].id ^ (UINT64_C(1) << 63);   /* signed order */
+        v[i] = i;
+    }
+    coco_radix_sort(k, v, n, tk, tv);
+    int64_t *res = NULL;
+    for (int64_t i = 0; i + 1 < n; i++) {
+        if (k[i] != k[i + 1]) continue;
+        if (!res) {
+            res = xmalloc(n * sizeof *res);
+            for (int64_t j = 0; j < n; j++) res[j] = j;
+        }
+        /* equal ids sit together in file order: all map to the last */
+        int64_t j = i;
+        while (j + 1 < n && k[j + 1] == k[i]) j++;
+        for (int64_t q = i; q <= j; q++) res[v[q]] = v[j];
+        i = j;
+    }
+    free(k); free(tk); free(v); free(tv);
+    return res;
+}
+
+/* pycocotools' gts list, keyed by (category, image) and stable-sorted. */
+static int64_t group_gts(const coco_gt_t *gt, uint64_t **keys, int64_t **vals)
+{
+    int64_t n = gt->nann, I = gt->nimg;
+    uint64_t *k = xmalloc((n ? n : 1) * sizeof *k), *tk = xmalloc((n ? n : 1) * sizeof *tk);
+    int64_t *v = xmalloc((n ? n : 1) * sizeof *v), *tv = xmalloc((n ? n : 1) * sizeof *tv);
+    /* getAnnIds: images in id order, each image's annotations in file
+     * order, those of a known category */
+    int64_t m = 0;
+    for (int64_t i = 0; i < n; i++) {
+        int64_t ii = coco_gt_img_index(gt, gt->anns[i].image_id);
+        if (ii < 0 || coco_gt_cat_index(gt, gt->anns[i].category_id) < 0) continue;
+        k[m] = (uint64_t)ii;
+        v[m++] = i;
+    }
+    coco_radix_sort(k, v, m, tk, tv);
+    /* loadAnns by id, then _gts[image_id, category_id] */
+    int64_t *res = resolve_ids(gt);
+    int64_t r = 0;
+    for (int64_t i = 0; i < m; i++) {
+        const coco_ann_t *a = &gt->anns[res ? res[v[i]] : v[i]];
+        int64_t ii = coco_gt_img_index(gt, a->image_id);
+        int64_t c = coco_gt_cat_index(gt, a->category_id);
+        if (ii < 0 || c < 0) continue;
+        k[r] = (uint64_t)c * (uint64_t)I + (uint64_t)ii;
+        v[r++] = res ? res[v[i]] : v[i];
+    }
+    free(res);
+    coco_radix_sort(k, v, r, tk, tv);
+    free(tk); free(tv);
+    *keys = k;
+    *vals = v;
+    return r;
+}
+
+static int group_dets(const coco_gt_t *gt, const coco_dets_t *d, uint64_t **keys,
+                      int64_t **vals, int64_t *count, int64_t *ndropped, perr_t *e)
+{
+    int64_t n = d->n, I = gt->nimg, m = 0;
+    uint64_t *k = xmalloc(n * sizeof *k), *tk = xmalloc(n * sizeof *tk);
+    int64_t *v = xmalloc(n * sizeof *v), *tv = xmalloc(n * sizeof *tv);
+    *ndropped = 0;
+    for (int64_t i = 0; i < n; i++) {
+        int64_t ii = coco_gt_img_index(gt, d->d[i].image_id);
+        if (ii < 0) {
+            free(k); free(tk); free(v); free(tv);
+            return BAD(e, "detection [%lld]: image_id %lld is not an image of the ground truth "
+                       "(pycocotools asserts: results do not correspond to the COCO set)",
+                       (long long)i, (long long)d->d[i].image_id);
+        }
+        int64_t c = coco_gt_cat_index(gt, d->d[i].category_id);
+        if (c < 0) {          /* COCOeval only asks for the GT's categories */
+            (*ndropped)++;
+            continue;
+        }
+        k[m] = (uint64_t)c * (uint64_t)I + (uint64_t)ii;
+        v[m++] = i;
+    }
+    coco_radix_sort(k, v, m, tk, tv);
+    free(tk); free(tv);
+    *keys = k;
+    *vals = v;
+    *count = m;
+    return 0;
+}
+
+/* Merges the two sorted key lists into groups. */
+static void make_groups(coco_work_t *w, const uint64_t *gk, int64_t ng, const uint64_t *dk,
+                        int64_t nd)
+{
+    int64_t cap = ng + nd + 1, I = w->I;
+    w->g_cat = xmalloc(cap * sizeof *w->g_cat);
+    w->g_gt = xmalloc((cap + 1) * sizeof *w->g_gt);
+    w->g_in = xmalloc((cap + 1) * sizeof *w->g_in);
+    w->g_dt = xmalloc((cap + 1) * sizeof *w->g_dt);
+    w->c_grp = xcalloc(w->K + 1, sizeof *w->c_grp);
+    int64_t i = 0, j = 0, g = 0, kept = 0;
+    while (i < ng || j < nd) {
+        uint64_t key = j >= nd || (i < ng && gk[i] <= dk[j]) ? gk[i] : dk[j];
+        w->g_cat[g] = (int64_t)(key / (uint64_t)I);
+        w->g_gt[g] = i;
+        w->g_in[g] = j;
+        w->g_dt[g] = kept;
+        while (i < ng && gk[i] == key) i++;
+        int64_t j0 = j;
+        while (j < nd && dk[j] == key) j++;
+        kept += j - j0 < COCO_MAXDET ? j - j0 : COCO_MAXDET;
+        w->c_grp[w->g_cat[g] + 1]++;
+        g++;
+    }
+    w->g_gt[g] = i;
+    w->g_in[g] = j;
+    w->g_dt[g] = kept;
+    w->ngroups = g;
+    w->nkept = kept;
+    for (int64_t c = 0; c < w->K; c++) w->c_grp[c + 1] += w->c_grp[c];
+}
+
+/* ---- per-group evaluation (computeIoU + evaluateImg) ---- */
+
+typedef struct scratch {
+    int64_t cap_d, cap_g, cap_iou;
+    int64_t *idx, *tmp;      /* detection order */
+    double *key;
+    double *iou;             /* [D][G] */
+    double *darea;           /* [D] */
+    int64_t *gs;             /* GT order for one area: not ignored first */
+    uint8_t *gig, *gcrowd, *gm;
+    int64_t *gid;
+} scratch_t;
+
+static void *scratch_new(void *ctx)
+{
+    (void)ctx;
+    return xcalloc(1, sizeof(scratch_t));
+}
+
+static void scratch_free(void *p)
+{
+    scratch_t *s = p;
+    free(s->idx); free(s->tmp); free(s->key); free(s->iou); free(s->darea);
+    free(s->gs); free(s->gig); free(s->gcrowd); free(s->gm); free(s->gid);
+    free(s);
+}
+
+static void scratch_fit(scratch_t *s, int64_t nd, int64_t ng)
+{
+    if (nd > s->cap_d) {
+        s->cap_d = nd;
+        s->idx = xrealloc(s->idx, nd * sizeof *s->idx);
+        s->tmp = xrealloc(s->tmp, nd * sizeof *s->tmp);
+        s->key = xrealloc(s->key, nd * sizeof *s->key);
+        s->darea = xrealloc(s->darea, nd * sizeof *s->darea);
+    }
+    if (ng > s->cap_g) {
+        s->cap_g = ng;
+        s->gs = xrealloc(s->gs, ng * sizeof *s->gs);
+        s->gig = xrealloc(s->gig, ng);
+        s->gcrowd = xrealloc(s->gcrowd, ng);
+        s->gm = xrealloc(s->gm, ng);
+        s->gid = xrealloc(s->gid, ng * sizeof *s->gid);
+    }
+    int64_t kd = nd < COCO_MAXDET ? nd : COCO_MAXDET;
+    int64_t need = (kd ? kd : 1) * (ng ? ng : 1);
+    if (need > s->cap_iou) {
+        s->cap_iou = need;
+        s->iou = xrealloc(s->iou, need * sizeof *s->iou);
+    }
+}
+
+/* maskApi.c bbIou: o = inter / union, union = dt area for a crowd GT. */
+static double bb_iou(const double *D, const double *G, int crowd)
+{
+    double w = (D[2] + D[0] < G[2] + G[0] ? D[2] + D[0] : G[2] + G[0]) -
+               (D[0] > G[0] ? D[0] : G[0]);
+    if (w <= 0) return 0;
+    double h = (D[3] + D[1] < G[3] + G[1] ? D[3] + D[1] : G[3] + G[1]) -
+               (D[1] > G[1] ? D[1] : G[1]);
+    if (h <= 0) return 0;
+    double i = w * h, da = D[2] * D[3], ga = G[2] * G[3];
+    double u = crowd ? da : da + ga - i;
+    return i / u;
+}
+
+/* evaluateImg for one area range: fills khit/kign bits of the kept dets. */
+static int64_t match_area(coco_work_t *w, scratch_t *s, int64_t g, int a, int64_t kd)
+{
+    const coco_gt_t *gt = w->gt;
+    int64_t g0 = w->g_gt[g], G = w->g_gt[g + 1] - g0, k0 = w->g_dt[g];
+    /* _ignore = iscrowd or area outside the range; stable: not ignored first */
+    int64_t ns = 0, npig = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        for (int64_t j = 0; j < G; j++) {
+            const coco_ann_t *an = &gt->anns[w->gt_idx[g0 + j]];
+            int ig = an->iscrowd || an->area < area_lo[a] || an->area > area_hi[a];
+            if (ig != pass) continue;
+            s->gs[ns] = j;
+            s->gig[ns] = (uint8_t)ig;
+            s->gcrowd[ns] = (uint8_t)an->iscrowd;
+            s->gid[ns] = an->id;
+            ns++;
+            npig += !ig;
+        }
+    }
+    uint16_t *hit = w->khit + k0 * COCO_A + a, *ign = w->kign + k0 * COCO_A + a;
+    for (int64_t d = 0; d < kd; d++) hit[d * COCO_A] = ign[d * COCO_A] = 0;
+    for (int t = 0; t < COCO_T; t++) {
+        double thr = coco_iou_thr(t);
+        if (thr > 1 - 1e-10) thr = 1 - 1e-10;
+        memset(s->gm, 0, G);
+        uint16_t bit = (uint16_t)(1u << t);
+        for (int64_t d = 0; d < kd; d++) {
+            double best = thr;
+            int64_t m = -1;
+            const double *row = s->iou + d * G;
+            for (int64_t q = 0; q < G; q++) {
+                if (s->gm[q] && !s->gcrowd[q]) continue;
+                if (m > -1 && !s->gig[m] && s->gig[q]) break;
+                double v = row[s->gs[q]];
+                if (v < best) continue;
+                best = v;     /* equal IoU: the later GT takes the match */
+                m = q;
+            }
+            if (m == -1) continue;
+            if (s->gig[m]) ign[d * COCO_A] |= bit;
+            if (s->gid[m] != 0) hit[d * COCO_A] |= bit;
+            s->gm[m] = 1;
+        }
+        /* unmatched (dtm == 0, so also a match to GT id 0) and outside the
+         * area range: ignored */
+        for (int64_t d = 0; d < kd; d++)
+            if (!(hit[d * COCO_A] & bit) &&
+                (s->darea[d] < area_lo[a] || s->darea[d] > area_hi[a]))
+                ign[d * COCO_A] |= bit;
+    }
+    return npig;
+}
+
+static void eval_group(coco_work_t *w, scratch_t *s, int64_t g)
+{
+    const coco_det_t *dd = w->dets->d;
+    const coco_gt_t *gt = w->gt;
+    int64_t n = w->g_in[g + 1] - w->g_in[g], G = w->g_gt[g + 1] - w->g_gt[g];
+    int64_t k0 = w->g_dt[g], kd = w->g_dt[g + 1] - k0;
+    scratch_fit(s, n, G);
+    const int64_t *in = w->in_idx + w->g_in[g];
+    for (int64_t j = 0; j < n; j++) {
+        s->key[j] = dd[in[j]].score;
+        s->idx[j] = j;
+    }
+    coco_sort_desc(s->key, s->idx, n, s->tmp);
+    for (int64_t d = 0; d < kd; d++) {
+        const coco_det_t *x = &dd[in[s->idx[d]]];
+        w->kdet[k0 + d] = in[s->idx[d]];
+        w->kscore[k0 + d] = x->score;
+        w->krank[k0 + d] = (uint8_t)d;
+        s->darea[d] = x->bbox[2] * x->bbox[3];
+        for (int64_t j = 0; j < G; j++) {
+            const coco_ann_t *an = &gt->anns[w->gt_idx[w->g_gt[g] + j]];
+            s->iou[d * G + j] = bb_iou(x->bbox, an->bbox, an->iscrowd);
+        }
+    }
+    int64_t c = w->g_cat[g];
+    for (int a = 0; a < COCO_A; a++) w->npig[c * COCO_A + a] += match_area(w, s, g, a, kd);
+}
+
+static void eval_category(int64_t c, void *ctx, void *scratch)
+{
+    coco_work_t *w = ctx;
+    for (int64_t g = w->c_grp[c]; g < w->c_grp[c + 1]; g++) eval_group(w, scratch, g);
+}
+
+int coco_work_build(coco_work_t *w, const coco_gt_t *gt, const coco_dets_t *d, int nthreads,
+                    int64_t *ndropped, perr_t *e)
+{
+    memset(w, 0, sizeof *w);
+    w->gt = gt;
+    w->dets = d;
+    w->K = gt->ncat;
+    w->I = gt->nimg;
+    w->nthreads = nthreads < 1 ? 1 : nthreads;
+    if (d->n == 0)
+        return BAD(e, "no detections: the results list is empty (pycocotools fails on it; "
+                   "no stats are defined)");
+    uint64_t *gk = NULL, *dk = NULL;
+    int64_t nd = 0;
+    if (group_dets(gt, d, &dk, &w->in_idx, &nd, ndropped, e)) return -1;
+    int64_t ng = group_gts(gt, &gk, &w->gt_idx);
+    make_groups(w, gk, ng, dk, nd);
+    free(gk);
+    free(dk);
+    int64_t nk = w->nkept ? w->nkept : 1;
+    w->kdet = xmalloc(nk * sizeof *w->kdet);
+    w->kscore = xmalloc(nk * sizeof *w->kscore);
+    w->krank = xmalloc(nk);
+    w->khit = xmalloc(nk * COCO_A * sizeof *w->khit);
+    w->kign = xmalloc(nk * COCO_A * sizeof *w->kign);
+    w->npig = xcalloc((w->K ? w->K : 1) * COCO_A, sizeof *w->npig);
+    coco_parallel_for(w->K, w->nthreads, eval_category, w, scratch_new, scratch_free);
+    return 0;
+}
+
+void coco_work_free(coco_work_t *w)
+{
+    free(w->g_cat); free(w->g_gt); free(w->g_in); free(w->g_dt); free(w->c_grp);
+    free(w->gt_idx); free(w->in_idx);
+    free(w->kdet); free(w->kscore); free(w->krank); free(w->khit); free(w->kign);
+    free(w->npig);
+    memset(w, 0, sizeof *w);
+}

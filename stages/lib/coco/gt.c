@@ -1,0 +1,215 @@
+/* gt.c — loading a COCO ground-truth file.
+ *
+ * The annotations array (the bulk of the file) is parsed on worker threads
+ * through jsonpar; the rest of the object (images, categories, info, ...)
+ * is parsed by jansson with that array replaced by "[]". Image and category
+ * ids become pycocotools' sorted unique params.imgIds / params.catIds; for a
+ * repeated id the last entry's file name / name wins, as in COCO.createIndex.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include "coco/coco.h"
+#include "coco/fields.h"
+#include "coco/jsonpar.h"
+#include "util/fsutil.h"
+
+typedef struct ann_ctx {
+    const char *path;
+    coco_ann_t *anns;
+} ann_ctx_t;
+
+static int load_ann(json_t *v, int64_t i, void *ctx_, perr_t *e)
+{
+    ann_ctx_t *ctx = ctx_;
+    jplace_t pl = { ctx->path, "annotations", i };
+    coco_ann_t *a = &ctx->anns[i];
+    if (jf_object(v, &pl, e) || jf_int(v, "id", &pl, &a->id, e) ||
+        jf_int(v, "image_id", &pl, &a->image_id, e) ||
+        jf_int(v, "category_id", &pl, &a->category_id, e) ||
+        jf_bbox(v, "bbox", &pl, a->bbox, e) || jf_number(v, "area", &pl, &a->area, e) ||
+        jf_flag(v, "iscrowd", &pl, &a->iscrowd, e))
+        return -1;
+    if (a->area < 0) {
+        char pb[512];
+        return BAD(e, "%s: 'area' is negative (%.17g)", jf_place(&pl, pb, sizeof pb), a->area);
+    }
+    return 0;
+}
+
+/* ---- the object without its annotations ---- */
+
+typedef struct cut { size_t vbeg, vend; } cut_t;
+
+/* Maps a position in "prefix [] suffix" back to the original text. */
+static size_t map_cut(size_t pos, const void *ctx)
+{
+    const cut_t *c = ctx;
+    if (pos < c->vbeg) return pos;
+    if (pos < c->vbeg + 2) return c->vbeg;
+    return pos - 2 + c->vend;
+}
+
+static json_t *load_rest(const char *buf, size_t len, const char *path, const cut_t *c,
+                         perr_t *e)
+{
+    size_t n = c->vbeg + 2 + (len - c->vend);
+    char *t = xmalloc(n + 1);
+    memcpy(t, buf, c->vbeg);
+    memcpy(t + c->vbeg, "[]", 2);
+    memcpy(t + c->vbeg + 2, buf + c->vend, len - c->vend);
+    json_t *j = jsonpar_load(t, n, path, buf, len, map_cut, c, e);
+    free(t);
+    return j;
+}
+
+/* ---- images and categories ---- */
+
+typedef struct idrec { int64_t id, order; const char *name; } idrec_t;
+
+static int cmp_idrec(const void *a, const void *b)
+{
+    const idrec_t *x = a, *y = b;
+    if (x->id != y->id) return x->id < y->id ? -1 : 1;
+    return x->order < y->order ? -1 : x->order > y->order;
+}
+
+/* Sorted unique ids of an array of objects; names from name_key (last wins). */
+static int load_ids(const json_t *root, const char *path, const char *key, const char *name_key,
+                    int64_t **ids, char ***names, int64_t *count, perr_t *e)
+{
+    const json_t *arr = json_object_get(root, key);
+    if (!arr) return BAD(e, "%s: '%s' is missing (not a COCO ground-truth file?)", path, key);
+    if (!json_is_array(arr)) return BAD(e, "%s: '%s' must be an array", path, key);
+    int64_t n = (int64_t)json_array_size(arr);
+    idrec_t *r = xcalloc(n ? n : 1, sizeof *r);
+    for (int64_t i = 0; i < n; i++) {
+        const json_t *o = json_array_get(arr, i);
+        jplace_t pl = { path, key, i };
+        if (jf_object(o, &pl, e) || jf_int(o, "id", &pl, &r[i].id, e)) {
+            free(r);
+            return -1;
+        }
+        r[i].order = i;
+        const json_t *nm = json_object_get(o, name_key);
+        r[i].name = json_is_string(nm) ? json_string_value(nm) : NULL;
+    }
+    qsort(r, n, sizeof *r, cmp_idrec);
+    *ids = xmalloc((n ? n : 1) * sizeof **ids);
+    *names = xcalloc(n ? n : 1, sizeof **names);
+    int64_t u = 0;
+    for (int64_t i = 0; i < n; i++) {
+        if (i + 1 < n && r[i + 1].id == r[i].id) continue;   /* a later entry wins */
+        (*ids)[u] = r[i].id;
+        (*names)[u] = r[i].name ? xstrdup(r[i].name) : NULL;
+        u++;
+    }
+    *count = u;
+    free(r);
+    return 0;
+}
+
+/* ---- the loader ---- */
+
+static int load_images_categories(const json_t *root, const char *path, coco_gt_t *gt, perr_t *e)
+{
+    if (!json_is_object(root)) return BAD(e, "%s: expected a JSON object at the top", path);
+    if (load_ids(root, path, "images", "file_name", &gt->img_ids, &gt->img_files, &gt->nimg, e))
+        return -1;
+    return load_ids(root, path, "categories", "name", &gt->cat_ids, &gt->cat_names, &gt->ncat, e);
+}
+
+static int load_annotations_dom(const json_t *root, const char *path, coco_gt_t *gt, perr_t *e)
+{
+    const json_t *arr = json_object_get(root, "annotations");
+    if (!arr) return BAD(e, "%s: 'annotations' is missing (not a COCO ground-truth file?)", path);
+    if (!json_is_array(arr)) return BAD(e, "%s: 'annotations' must be an array", path);
+    gt->nann = (int64_t)json_array_size(arr);
+    gt->anns = xcalloc(gt->nann ? gt->nann : 1, sizeof *gt->anns);
+    ann_ctx_t ctx = { path, gt->anns };
+    for (int64_t i = 0; i < gt->nann; i++)
+        if (load_ann(json_array_get(arr, i), i, &ctx, e)) return -1;
+    return 0;
+}
+
+static int load_from_buffer(const char *buf, size_t len, const char *path, coco_gt_t *gt,
+                            perr_t *e)
+{
+    size_t p = jsonpar_skip_ws(buf, len, 0);
+    cut_t c;
+    perr_t scan_err = {0};
+    int found = p < len && buf[p] == '{'
+        ? jsonpar_find_member(buf, len, p, "annotations", &c.vbeg, &c.vend, path, &scan_err) : -1;
+    jsonpar_array_t arr;
+    size_t after;
+    if (found == 1 && buf[c.vbeg] == '[' &&
+        jsonpar_scan(buf, len, c.vbeg, path, &arr, &after, &scan_err) == 0) {
+        /* the annotations in parallel, the rest with one jansson call */
+        json_t *root = load_rest(buf, len, path, &c, e);
+        if (!root) { jsonpar_free(&arr); return -1; }
+        int rc = load_images_categories(root, path, gt, e);
+        json_decref(root);
+        if (!rc) {
+            gt->nann = arr.n;
+            gt->anns = xcalloc(arr.n ? arr.n : 1, sizeof *gt->anns);
+            ann_ctx_t ctx = { path, gt->anns };
+            rc = jsonpar_parse(&arr, jsonpar_default_threads(), load_ann, &ctx, e);
+        }
+        jsonpar_free(&arr);
+        return rc;
+    }
+    /* anything unusual: one jansson parse of the whole file gives the
+     * authoritative verdict and message */
+    json_t *root = jsonpar_load(buf, len, path, buf, len, NULL, NULL, e);
+    if (!root) return -1;
+    int rc = load_images_categories(root, path, gt, e);
+    if (!rc) rc = load_annotations_dom(root, path, gt, e);
+    json_decref(root);
+    return rc;
+}
+
+int coco_gt_load(const char *path, coco_gt_t *gt, perr_t *e)
+{
+    memset(gt, 0, sizeof *gt);
+    gt->path = xstrdup(path);
+    char *buf;
+    size_t len;
+    if (read_file(path, &buf, &len, e)) return -1;
+    int rc = load_from_buffer(buf, len, path, gt, e);
+    free(buf);
+    if (rc) coco_gt_free(gt);
+    return rc;
+}
+
+void coco_gt_free(coco_gt_t *gt)
+{
+    for (int64_t i = 0; i < gt->nimg; i++) free(gt->img_files ? gt->img_files[i] : NULL);
+    for (int64_t i = 0; i < gt->ncat; i++) free(gt->cat_names ? gt->cat_names[i] : NULL);
+    free(gt->img_files);
+    free(gt->cat_names);
+    free(gt->img_ids);
+    free(gt->cat_ids);
+    free(gt->anns);
+    free(gt->path);
+    memset(gt, 0, sizeof *gt);
+}
+
+static int64_t bsearch_id(const int64_t *ids, int64_t n, int64_t id)
+{
+    int64_t lo = 0, hi = n;
+    while (lo < hi) {
+        int64_t mid = lo + (hi - lo) / 2;
+        if (ids[mid] < id) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo < n && ids[lo] == id ? lo : -1;
+}
+
+int64_t coco_gt_img_index(const coco_gt_t *gt, int64_t image_id)
+{
+    return bsearch_id(gt->img_ids, gt->nimg, image_id);
+}
+
+int64_t coco_gt_cat_index(const coco_gt_t *gt, int64_t category_id)
+{
+    return bsearch_id(gt->cat_ids, gt->ncat, category_id);
+}

@@ -1,0 +1,311 @@
+/* jsonpar.c — element boundaries of big JSON arrays, and jansson parsing of
+ * whole-element chunks on worker threads (see jsonpar.h for why this is
+ * exactly as strict as one json_loadb over the file). */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "coco/jsonpar.h"
+
+/* A chunk is cut after the element that takes it past this many bytes: big
+ * enough that jansson's per-call cost vanishes, small enough to balance. */
+#define CHUNK_BYTES ((size_t)1 << 20)
+
+static int is_ws(char c)
+{
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
+
+size_t jsonpar_skip_ws(const char *buf, size_t len, size_t p)
+{
+    while (p < len && is_ws(buf[p])) p++;
+    return p;
+}
+
+void jsonpar_where(const char *buf, size_t len, size_t pos, char *out, size_t n)
+{
+    if (pos > len) pos = len;
+    size_t line = 1, col = 1;
+    for (size_t i = 0; i < pos; i++) {
+        if (buf[i] == '\n') { line++; col = 1; }
+        else col++;
+    }
+    snprintf(out, n, "line %zu column %zu", line, col);
+}
+
+/* Position just past the value starting at buf[p] (a non-space byte), or
+ * SIZE_MAX when the text ends inside it. Strings are skipped with their
+ * escapes, so brackets and commas inside them do not count; a scalar ends at
+ * the first separator. jansson checks the value itself later. */
+static size_t skip_value(const char *b, size_t len, size_t p)
+{
+    int64_t depth = 0;
+    while (p < len) {
+        char c = b[p];
+        if (c == '"') {
+            p++;
+            while (p < len && b[p] != '"') p += (b[p] == '\\') ? 2 : 1;
+            if (p >= len) return SIZE_MAX;
+            p++;
+            if (depth == 0) return p;
+            continue;
+        }
+        if (c == '{' || c == '[') {
+            depth++;
+        } else if (c == '}' || c == ']') {
+            if (depth == 0) return p;        /* a scalar's end */
+            if (--depth == 0) return p + 1;
+        } else if (depth == 0 && (c == ',' || c == ':' || is_ws(c))) {
+            return p;
+        }
+        p++;
+    }
+    return depth == 0 ? len : SIZE_MAX;
+}
+
+static int bad_at(const char *buf, size_t len, size_t pos, const char *what, const char *msg,
+                  perr_t *e)
+{
+    char where[64];
+    jsonpar_where(buf, len, pos, where, sizeof where);
+    return BAD(e, "%s: %s: %s", what, where, msg);
+}
+
+static int scan_array(const char *buf, size_t len, size_t begin, const char *what,
+                      jsonpar_array_t *a, size_t *after, perr_t *e)
+{
+    memset(a, 0, sizeof *a);
+    a->buf = buf;
+    a->len = len;
+    a->what = what;
+    if (begin >= len || buf[begin] != '[')
+        return bad_at(buf, len, begin, what, "expected a JSON array '['", e);
+    int64_t cap = 16;
+    a->cbeg = xmalloc(cap * sizeof *a->cbeg);
+    a->cend = xmalloc(cap * sizeof *a->cend);
+    a->cfirst = xmalloc(cap * sizeof *a->cfirst);
+    size_t p = jsonpar_skip_ws(buf, len, begin + 1);
+    if (p < len && buf[p] == ']') {
+        *after = p + 1;
+        return 0;
+    }
+    size_t chunk_start = p;
+    int64_t chunk_first = 0;
+    for (;;) {
+        if (p >= len) return bad_at(buf, len, p, what, "unexpected end of file in array", e);
+        size_t q = skip_value(buf, len, p);
+        if (q == SIZE_MAX) return bad_at(buf, len, p, what, "value not terminated before end of file", e);
+        if (q == p) return bad_at(buf, len, p, what, "expected a value", e);
+        a->n++;
+        size_t end_elem = q;
+        q = jsonpar_skip_ws(buf, len, q);
+        int last = q < len && buf[q] == ']';
+        if (!last && (q >= len || buf[q] != ','))
+            return bad_at(buf, len, q, what, "expected ',' or ']' after array element", e);
+        if (last || end_elem - chunk_start >= CHUNK_BYTES) {
+            if (a->nchunks == cap) {
+                cap *= 2;
+                a->cbeg = xrealloc(a->cbeg, cap * sizeof *a->cbeg);
+                a->cend = xrealloc(a->cend, cap * sizeof *a->cend);
+                a->cfirst = xrealloc(a->cfirst, cap * sizeof *a->cfirst);
+            }
+            a->cbeg[a->nchunks] = chunk_start;
+            a->cend[a->nchunks] = end_elem;
+            a->cfirst[a->nchunks] = chunk_first;
+            a->nchunks++;
+            chunk_first = a->n;
+            if (!last) chunk_start = jsonpar_skip_ws(buf, len, q + 1);
+        }
+        if (last) {
+            *after = q + 1;
+            return 0;
+        }
+        p = jsonpar_skip_ws(buf, len, q + 1);
+        if (p < len && buf[p] == ']') return bad_at(buf, len, p, what, "trailing comma in array", e);
+    }
+}
+
+int jsonpar_scan(const char *buf, size_t len, size_t begin, const char *what,
+                 jsonpar_array_t *a, size_t *after, perr_t *e)
+{
+    if (scan_array(buf, len, begin, what, a, after, e) == 0) return 0;
+    jsonpar_free(a);
+    return -1;
+}
+
+void jsonpar_free(jsonpar_array_t *a)
+{
+    free(a->cbeg);
+    free(a->cend);
+    free(a->cfirst);
+    memset(a, 0, sizeof *a);
+}
+
+/* jansson reports NaN/Infinity as an invalid token; say what it probably is. */
+static const char *nan_hint(const char *text)
+{
+    if (strstr(text, "'NaN") || strstr(text, "'Infinity") || strstr(text, "'-Infinity") ||
+        strstr(text, "'nan") || strstr(text, "'inf"))
+        return " (NaN and Infinity are not JSON numbers: a NaN or infinite value was written)";
+    return "";
+}
+
+json_t *jsonpar_load(const char *text, size_t n, const char *what, const char *orig,
+                     size_t orig_len, size_t (*map_pos)(size_t pos, const void *ctx),
+                     const void *map_ctx, perr_t *e)
+{
+    json_error_t je;
+    json_t *j = json_loadb(text, n, 0, &je);
+    if (j) return j;
+    size_t pos = je.position > 0 ? (size_t)je.position : 0;
+    /* jansson's position is just past the offending token; point into it */
+    if (pos > 0) pos--;
+    if (map_pos) pos = map_pos(pos, map_ctx);
+    char where[64];
+    jsonpar_where(orig, orig_len, pos, where, sizeof where);
+    BAD(e, "%s: %s: invalid JSON: %s%s", what, where, je.text, nan_hint(je.text));
+    return NULL;
+}
+
+int jsonpar_find_member(const char *buf, size_t len, size_t begin, const char *key,
+                        size_t *vbeg, size_t *vend, const char *what, perr_t *e)
+{
+    if (begin >= len || buf[begin] != '{')
+        return bad_at(buf, len, begin, what, "expected a JSON object '{'", e);
+    size_t klen = strlen(key);
+    int found = 0;
+    size_t p = jsonpar_skip_ws(buf, len, begin + 1);
+    if (p < len && buf[p] == '}') return 0;
+    for (;;) {
+        if (p >= len || buf[p] != '"') return bad_at(buf, len, p, what, "expected a member name", e);
+        size_t q = skip_value(buf, len, p);
+        if (q == SIZE_MAX) return bad_at(buf, len, p, what, "string not terminated", e);
+        int match = q - p == klen + 2 && !memcmp(buf + p + 1, key, klen);
+        q = jsonpar_skip_ws(buf, len, q);
+        if (q >= len || buf[q] != ':') return bad_at(buf, len, q, what, "expected ':'", e);
+        size_t v = jsonpar_skip_ws(buf, len, q + 1);
+        size_t w = skip_value(buf, len, v);
+        if (w == SIZE_MAX || w == v) return bad_at(buf, len, v, what, "expected a value", e);
+        if (match) {
+            *vbeg = v;
+            *vend = w;
+            found = 1;
+        }
+        q = jsonpar_skip_ws(buf, len, w);
+        if (q < len && buf[q] == '}') return found;
+        if (q >= len || buf[q] != ',') return bad_at(buf, len, q, what, "expected ',' or '}'", e);
+        p = jsonpar_skip_ws(buf, len, q + 1);
+    }
+}
+
+/* ---- parallel parsing ---- */
+
+typedef struct par_job {
+    const jsonpar_array_t *a;
+    jsonpar_elem_fn fn;
+    void *ctx;
+    atomic_llong next;       /* next chunk to take */
+    atomic_llong failed;     /* lowest failed chunk, nchunks if none */
+    perr_t *errs;            /* per chunk */
+} par_job_t;
+
+typedef struct chunk_map { size_t base; } chunk_map_t;
+
+/* The chunk text is "[" + original[cbeg, cend) + "]": position 0 is the
+ * added bracket. */
+static size_t map_chunk_pos(size_t pos, const void *ctx)
+{
+    const chunk_map_t *m = ctx;
+    return m->base + (pos > 0 ? pos - 1 : 0);
+}
+
+static int parse_chunk(par_job_t *job, int64_t c, char **tmp, size_t *tmpcap, perr_t *e)
+{
+    const jsonpar_array_t *a = job->a;
+    size_t n = a->cend[c] - a->cbeg[c];
+    if (n + 2 > *tmpcap) {
+        *tmpcap = n + 2;
+        *tmp = xrealloc(*tmp, *tmpcap);
+    }
+    (*tmp)[0] = '[';
+    memcpy(*tmp + 1, a->buf + a->cbeg[c], n);
+    (*tmp)[n + 1] = ']';
+    chunk_map_t m = { a->cbeg[c] };
+    json_t *arr = jsonpar_load(*tmp, n + 2, a->what, a->buf, a->len, map_chunk_pos, &m, e);
+    if (!arr) return -1;
+    int64_t first = a->cfirst[c];
+    int64_t count = (c + 1 < a->nchunks ? a->cfirst[c + 1] : a->n) - first;
+    int rc = 0;
+    if (!json_is_array(arr) || (int64_t)json_array_size(arr) != count) {
+        rc = INTERNAL(e, "%s: array chunk %lld parsed to an unexpected element count", a->what,
+                      (long long)c);
+    }
+    for (int64_t i = 0; !rc && i < count; i++)
+        rc = job->fn(json_array_get(arr, i), first + i, job->ctx, e);
+    json_decref(arr);
+    return rc;
+}
+
+static void *par_worker(void *arg)
+{
+    par_job_t *job = arg;
+    char *tmp = NULL;
+    size_t tmpcap = 0;
+    for (;;) {
+        long long c = atomic_fetch_add(&job->next, 1);
+        if (c >= job->a->nchunks || c > atomic_load(&job->failed)) break;
+        if (parse_chunk(job, c, &tmp, &tmpcap, &job->errs[c])) {
+            long long cur = atomic_load(&job->failed);
+            while (c < cur && !atomic_compare_exchange_weak(&job->failed, &cur, c)) {}
+        }
+    }
+    free(tmp);
+    return NULL;
+}
+
+int jsonpar_parse(const jsonpar_array_t *a, int nthreads, jsonpar_elem_fn fn, void *ctx,
+                  perr_t *e)
+{
+    if (a->nchunks == 0) return 0;
+    par_job_t job;
+    job.a = a;
+    job.fn = fn;
+    job.ctx = ctx;
+    atomic_init(&job.next, 0);
+    atomic_init(&job.failed, a->nchunks);
+    job.errs = xcalloc(a->nchunks, sizeof *job.errs);
+    if (nthreads > a->nchunks) nthreads = (int)a->nchunks;
+    if (nthreads < 1) nthreads = 1;
+    /* jansson's hash seed must be set before threads use it */
+    json_object_seed(0);
+    pthread_t th[64];
+    if (nthreads > 64) nthreads = 64;
+    int started = 0;
+    for (int i = 1; i < nthreads; i++) {
+        if (pthread_create(&th[started], NULL, par_worker, &job) != 0) break;
+        started++;
+    }
+    par_worker(&job);
+    for (int i = 0; i < started; i++) pthread_join(th[i], NULL);
+    long long f = atomic_load(&job.failed);
+    int rc = 0;
+    if (f < a->nchunks) {
+        *e = job.errs[f];
+        rc = -1;
+    }
+    free(job.errs);
+    return rc;
+}
+
+int jsonpar_default_threads(void)
+{
+    const char *s = getenv("PARITY_THREADS");
+    if (s && *s) {
+        int n = atoi(s);
+        if (n >= 1) return n > 64 ? 64 : n;
+    }
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    if (n < 1) n = 1;
+    return n > 16 ? 16 : (int)n;
+}
