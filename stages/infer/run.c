@@ -21,15 +21,21 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-static int has_tensor_files(const char *dir)
+/* A folder is one tensor set unless it holds sample subfolders and no
+ * tensor files (an empty folder is the empty set: models without inputs). */
+static int is_single_set(const char *dir)
 {
     char **names;
     perr_t e = {0};
-    int n = list_dir(dir, &names, &e), found = 0;
+    int n = list_dir(dir, &names, &e), found = 0, subdirs = 0;
     for (int i = 0; i < n; i++) {
         size_t l = strlen(names[i]);
         if ((l > 4 && !strcmp(names[i] + l - 4, ".npy")) || (l > 3 && !strcmp(names[i] + l - 3, ".pb"))) found = 1;
+        char *p = path_join(dir, names[i]);
+        subdirs += is_dir(p);
+        free(p);
     }
+    found = found || subdirs == 0;
     if (n >= 0) free_list(names, n);
     return found;
 }
@@ -80,7 +86,7 @@ int infer_all(const graph_t *g, exec_opts_t *xo, const infer_job_t *job, perr_t 
     double *times = xcalloc(job->runs, sizeof *times);
     if (!is_dir(job->in)) {
         rc = BAD(e, "%s: input is not a folder", job->in);
-    } else if (has_tensor_files(job->in)) {
+    } else if (is_single_set(job->in)) {
         rc = run_sample(g, xo, job->in, job->out, job->reference, job->runs, times, e);
         if (!rc) {
             json_t *s = latency_json(times, job->runs);
