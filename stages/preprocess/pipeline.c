@@ -1,0 +1,302 @@
+/* pipeline.c — one image: decode, colour, resize, place (stretch, letterbox,
+ * crop), normalise, and write the sample folder (tensors + meta.json).
+ *
+ * Normalisation goes through a per-channel table of the 256 possible results,
+ * each computed with the float32 operations numpy performs
+ * (x * scale, or x / N, then - mean, then / std), so it is exact and fast.
+ * The folder is assembled under a temporary name and renamed into place, so a
+ * sample folder is either complete or absent. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "image/color.h"
+#include "io/npy.h"
+#include "prep.h"
+#include "tensor/half.h"
+#include "util/fsutil.h"
+
+/* Brings the decoded image to the configured channels (see color.h). */
+static void convert_color(const prep_cfg_t *p, image_t *im)
+{
+    int want_alpha = p->color == COLOR_RGBA || p->color == COLOR_BGRA;
+    if (im->c == 2 || im->c == 4) {
+        if (want_alpha)
+            color_gray_to_rgb(im);
+        else if (p->alpha == ALPHA_COMPOSITE)
+            color_composite(im, p->background);
+        else
+            color_drop_alpha(im);
+    } else if (want_alpha) {
+        color_gray_to_rgb(im);
+        color_add_alpha(im);
+    }
+    if (p->color == COLOR_GRAY && im->c == 3) {
+        if (resize_is_pillow(p->method))
+            color_gray_pil(im);
+        else
+            color_gray_cv(im);
+    }
+    if ((p->color == COLOR_RGB || p->color == COLOR_BGR) && im->c == 1)
+        color_gray_to_rgb(im);
+    if (p->color == COLOR_BGR || p->color == COLOR_BGRA)
+        color_swap_rb(im);
+}
+
+/* The letterbox fill in tensor channel order. */
+static void pad_pixel(const prep_cfg_t *p, uint8_t px[4])
+{
+    px[0] = p->pad[0], px[1] = p->pad[1], px[2] = p->pad[2], px[3] = 255;
+    if (p->color == COLOR_BGR || p->color == COLOR_BGRA)
+        px[0] = p->pad[2], px[2] = p->pad[0];
+}
+
+/* The H x W x C network image from the resized one. */
+static void place(const prep_cfg_t *p, const prep_geom_t *g, const image_t *rs, image_t *cv)
+{
+    int c = rs->c;
+    if (p->mode == MODE_LETTERBOX) {
+        uint8_t px[4];
+        pad_pixel(p, px);
+        for (int64_t i = 0, n = cv->w * cv->h; i < n; i++)
+            memcpy(cv->data + i * c, px, (size_t)c);
+    }
+    int64_t y0 = p->mode == MODE_LETTERBOX ? g->top : 0;
+    int64_t x0 = p->mode == MODE_LETTERBOX ? g->left : 0;
+    int64_t rows = rs->h < cv->h ? rs->h : cv->h, cols = rs->w < cv->w ? rs->w : cv->w;
+    for (int64_t y = 0; y < rows; y++) {
+        const uint8_t *S = rs->data + ((y + g->crop_y) * rs->w + g->crop_x) * c;
+        memcpy(cv->data + ((y + y0) * cv->w + x0) * c, S, (size_t)(cols * c));
+    }
+}
+
+/* out[c][v] = ((float)v * scale - mean[c]) / std[c] in float32. */
+static void build_lut(const prep_cfg_t *p, float lut[4][256])
+{
+    for (int c = 0; c < p->channels; c++)
+        for (int v = 0; v < 256; v++) {
+            float x = (float)v;
+            x = p->scale_divides ? x / p->scale : x * p->scale;
+            x = x - p->mean[c];
+            lut[c][v] = x / p->std[c];
+        }
+}
+
+static int make_tensor(const prep_cfg_t *p, const image_t *im, tensor_t *t, perr_t *e)
+{
+    int c = im->c;
+    int64_t hw = im->w * im->h;
+    int64_t dims[4] = { 1, c, im->h, im->w };
+    if (p->layout == LAYOUT_NHWC)
+        dims[1] = im->h, dims[2] = im->w, dims[3] = c;
+    if (tensor_alloc(t, p->dtype, 4, dims, e) < 0)
+        return -1;
+    /* element (i, ch) of the image goes to index i*c + ch (NHWC) or ch*hw + i (NCHW) */
+    int64_t si = p->layout == LAYOUT_NHWC ? c : 1, sc = p->layout == LAYOUT_NHWC ? 1 : hw;
+    if (p->dtype == DT_UINT8) {
+        uint8_t *o = t->data;
+        for (int ch = 0; ch < c; ch++)
+            for (int64_t i = 0; i < hw; i++)
+                o[i * si + ch * sc] = im->data[i * c + ch];
+        return 0;
+    }
+    float lut[4][256];
+    build_lut(p, lut);
+    if (p->dtype == DT_FLOAT) {
+        float *o = t->data;
+        for (int ch = 0; ch < c; ch++)
+            for (int64_t i = 0; i < hw; i++)
+                o[i * si + ch * sc] = lut[ch][im->data[i * c + ch]];
+    } else {
+        uint16_t hl[4][256], *o = t->data;
+        for (int ch = 0; ch < c; ch++)
+            for (int v = 0; v < 256; v++)
+                hl[ch][v] = f32_to_f16(lut[ch][v]);
+        for (int ch = 0; ch < c; ch++)
+            for (int64_t i = 0; i < hw; i++)
+                o[i * si + ch * sc] = hl[ch][im->data[i * c + ch]];
+    }
+    return 0;
+}
+
+static int write_extra(const prep_extra_t *x, const prep_cfg_t *p, const image_t *orig,
+                       const prep_geom_t *g, const char *dir, perr_t *e)
+{
+    int64_t dims[2] = { 1, 2 };
+    tensor_t t = { 0 };
+    int is_int = x->kind == EXTRA_ORIG_WH || x->kind == EXTRA_ORIG_HW;
+    if (tensor_alloc(&t, is_int ? DT_INT64 : DT_FLOAT, 2, dims, e) < 0)
+        return -1;
+    if (is_int) {
+        int64_t *v = t.data;
+        v[0] = x->kind == EXTRA_ORIG_WH ? orig->w : orig->h;
+        v[1] = x->kind == EXTRA_ORIG_WH ? orig->h : orig->w;
+    } else {
+        float *v = t.data;
+        v[0] = x->kind == EXTRA_IM_SHAPE ? (float)p->h : (float)g->scale_y;
+        v[1] = x->kind == EXTRA_IM_SHAPE ? (float)p->w : (float)g->scale_x;
+    }
+    char *enc = name_encode(x->name);
+    char file[600];
+    snprintf(file, sizeof file, "%s.npy", enc);
+    char *path = path_join(dir, file);
+    int rc = npy_write(path, &t, e);
+    free(path);
+    free(enc);
+    tensor_free_data(&t);
+    return rc;
+}
+
+static json_t *meta_json(const prep_cfg_t *p, const prep_sample_t *s, const image_t *orig,
+                         const png_info_s_t *pi, const prep_geom_t *g)
+{
+    static const char *const modes[] = { "stretch", "letterbox", "center-crop" };
+    json_t *j = json_object();
+    json_object_set_new(j, "file", json_string(s->file));
+    json_object_set_new(j, "sample_id", json_string(s->id));
+    if (s->image_id >= 0)
+        json_object_set_new(j, "image_id", json_integer(s->image_id));
+    json_object_set_new(j, "width", json_integer(orig->w));
+    json_object_set_new(j, "height", json_integer(orig->h));
+    json_object_set_new(j, "input_width", json_integer(p->w));
+    json_object_set_new(j, "input_height", json_integer(p->h));
+    json_object_set_new(j, "scale_x", json_real(g->scale_x));
+    json_object_set_new(j, "scale_y", json_real(g->scale_y));
+    json_object_set_new(j, "offset_x", json_real(g->offset_x));
+    json_object_set_new(j, "offset_y", json_real(g->offset_y));
+    json_object_set_new(j, "pad", json_pack("{s:I,s:I,s:I,s:I,s:[iii]}", "left",
+                        (json_int_t)g->left, "top", (json_int_t)g->top, "right",
+                        (json_int_t)g->right, "bottom", (json_int_t)g->bottom, "value",
+                        p->pad[0], p->pad[1], p->pad[2]));
+    json_object_set_new(j, "mode", json_string(modes[p->mode]));
+    json_object_set_new(j, "method", json_string(resize_method_names[p->method]));
+    json_object_set_new(j, "resized", json_pack("{s:I,s:I}", "width", (json_int_t)g->rw,
+                        "height", (json_int_t)g->rh));
+    json_object_set_new(j, "crop", json_pack("{s:I,s:I}", "x", (json_int_t)g->crop_x, "y",
+                        (json_int_t)g->crop_y));
+    json_object_set_new(j, "png", json_pack("{s:i,s:i,s:b,s:b}", "bit_depth", pi->bit_depth,
+                        "color_type", pi->color_type, "interlaced", pi->interlaced, "trns",
+                        pi->has_trns));
+    json_object_set_new(j, "config", json_deep_copy(p->resolved));
+    return j;
+}
+
+static int write_meta(json_t *j, const char *dir, perr_t *e)
+{
+    char *text = json_dumps(j, JSON_INDENT(2));
+    if (!text)
+        return INTERNAL(e, "meta.json: cannot serialise");
+    size_t n = strlen(text);
+    text[n] = '\n';   /* json_dumps leaves room for the NUL, which we replace */
+    char *path = path_join(dir, "meta.json");
+    int rc = atomic_write(path, text, n + 1, e);
+    free(path);
+    free(text);
+    return rc;
+}
+
+/* Removes a folder holding only files (a sample folder). */
+static void remove_flat_dir(const char *dir)
+{
+    perr_t ignore = { 0 };
+    char **names;
+    int n = list_dir(dir, &names, &ignore);
+    for (int i = 0; i < n; i++) {
+        char *f = path_join(dir, names[i]);
+        unlink(f);
+        free(f);
+    }
+    if (n >= 0)
+        free_list(names, n);
+    rmdir(dir);
+}
+
+/* Moves the finished temporary folder to its final name, replacing an old one. */
+static int commit_dir(const char *tmp, const char *final, const char *old, perr_t *e)
+{
+    int had_old = is_dir(final);
+    if (had_old && rename(final, old) != 0)
+        return BAD(e, "%s: cannot replace the old sample folder", final);
+    if (rename(tmp, final) != 0)
+        return BAD(e, "%s: cannot create the sample folder", final);
+    if (had_old)
+        remove_flat_dir(old);
+    return 0;
+}
+
+static int write_sample(const prep_cfg_t *p, const prep_sample_t *s, const image_t *orig,
+                        const png_info_s_t *pi, const prep_geom_t *g, const tensor_t *t,
+                        const char *outdir, perr_t *e)
+{
+    char *enc = name_encode(s->id);
+    size_t n = strlen(enc) + 64;
+    char *tname = xmalloc(n), *oname = xmalloc(n);
+    snprintf(tname, n, ".tmp.%s.%ld", enc, (long)getpid());
+    snprintf(oname, n, ".old.%s.%ld", enc, (long)getpid());
+    char *tmp = path_join(outdir, tname), *old = path_join(outdir, oname);
+    char *final = path_join(outdir, enc);
+    char *ienc = name_encode(p->input_name);
+    char file[600];
+    snprintf(file, sizeof file, "%s.npy", ienc);
+    char *tpath = path_join(tmp, file);
+    remove_flat_dir(tmp);
+    int rc = mkdir_p(tmp, e);
+    if (!rc)
+        rc = npy_write(tpath, t, e);
+    for (int i = 0; !rc && i < p->nextra; i++)
+        rc = write_extra(&p->extra[i], p, orig, g, tmp, e);
+    if (!rc) {
+        json_t *j = meta_json(p, s, orig, pi, g);
+        rc = write_meta(j, tmp, e);
+        json_decref(j);
+    }
+    if (!rc)
+        rc = commit_dir(tmp, final, old, e);
+    if (rc)
+        remove_flat_dir(tmp);
+    free(tpath);
+    free(ienc);
+    free(final);
+    free(old);
+    free(tmp);
+    free(oname);
+    free(tname);
+    free(enc);
+    return rc;
+}
+
+int prep_sample(const prep_cfg_t *p, const prep_sample_t *s, const char *outdir, perr_t *e)
+{
+    png_opts_t po = { .cv_gray = p->color == COLOR_GRAY && !resize_is_pillow(p->method) &&
+                                 p->alpha == ALPHA_DROP };
+    png_info_s_t pi;
+    image_t im = { 0 }, rs = { 0 }, canvas = { 0 };
+    tensor_t t = { 0 };
+    prep_geom_t g;
+    int rc = png_load(s->file, &po, &im, &pi, e);
+    if (!rc && s->coco_w > 0 && (s->coco_w != im.w || s->coco_h != im.h))
+        rc = BAD(e, "%s: the dataset says %lldx%lld, the file is %lldx%lld", s->file,
+                 (long long)s->coco_w, (long long)s->coco_h, (long long)im.w, (long long)im.h);
+    if (!rc)
+        convert_color(p, &im);
+    if (!rc && (rc = prep_geometry(p, im.w, im.h, &g, e)) < 0)
+        perr_prefix(e, "%s: ", s->file);
+    if (!rc)
+        rc = resize_image(&im, g.rw, g.rh, p->method, &rs, e);
+    const image_t *net = &rs;
+    if (!rc && p->mode != MODE_STRETCH) {
+        rc = image_alloc(&canvas, p->w, p->h, rs.c, e);
+        if (!rc)
+            place(p, &g, &rs, &canvas);
+        net = &canvas;
+    }
+    if (!rc)
+        rc = make_tensor(p, net, &t, e);
+    if (!rc)
+        rc = write_sample(p, s, &im, &pi, &g, &t, outdir, e);
+    tensor_free_data(&t);
+    image_free(&canvas);
+    image_free(&rs);
+    image_free(&im);
+    return rc;
+}
