@@ -1,0 +1,353 @@
+/* layerwise.c — the walk in execution order, the first failing and first
+ * non-finite tensors, the local-error ranking and the diagnosis sentence
+ * (layerwise.h). The text and JSON renderings are in lwreport.c. */
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include "compare/layerwise.h"
+
+/* ---- the layer report ------------------------------------------------------ */
+
+static char *jstr(const json_t *o, const char *key, const char *dflt)
+{
+    const json_t *v = json_object_get(o, key);
+    return xstrdup(json_is_string(v) ? json_string_value(v) : dflt);
+}
+
+/* A list of tensor names: strings, or objects with a "name". */
+static int read_names(const json_t *arr, char ***out, int *n)
+{
+    *n = 0;
+    *out = NULL;
+    if (!arr) return 0;
+    if (!json_is_array(arr)) return -1;
+    *out = xcalloc(json_array_size(arr) + 1, sizeof **out);
+    size_t i;
+    const json_t *v;
+    json_array_foreach(arr, i, v) {
+        const json_t *s = json_is_object(v) ? json_object_get(v, "name") : v;
+        if (!json_is_string(s)) return -1;
+        if (json_string_value(s)[0]) (*out)[(*n)++] = xstrdup(json_string_value(s));
+    }
+    return 0;
+}
+
+int lw_layers_read(const char *path, lw_layers_t *L, perr_t *e)
+{
+    memset(L, 0, sizeof *L);
+    json_error_t je;
+    json_t *root = json_load_file(path, 0, &je);
+    if (!root) return BAD(e, "%s:%d:%d: %s", path, je.line, je.column, je.text);
+    const json_t *layers = json_object_get(root, "layers");
+    int rc = 0;
+    if (!json_is_array(layers)) {
+        rc = BAD(e, "%s: not a layer report (no \"layers\" array)", path);
+    } else {
+        L->path = xstrdup(path);
+        L->source = jstr(root, "source", "");
+        L->precision = jstr(root, "precision", "");
+        L->l = xcalloc(json_array_size(layers) + 1, sizeof *L->l);
+        size_t i;
+        const json_t *row;
+        json_array_foreach(layers, i, row) {
+            lw_layer_t *l = &L->l[L->n++];
+            const json_t *idx = json_object_get(row, "index");
+            l->index = json_is_integer(idx) ? (int)json_integer_value(idx) : (int)i;
+            l->name = jstr(row, "name", "");
+            l->op = jstr(row, "op", "?");
+            l->precision = jstr(row, "precision", "");
+            if (!json_is_object(row) || read_names(json_object_get(row, "inputs"), &l->ins, &l->n_in) ||
+                read_names(json_object_get(row, "outputs"), &l->outs, &l->n_out)) {
+                rc = BAD(e, "%s: layers[%zu]: \"inputs\"/\"outputs\" must be lists of tensor names", path, i);
+                break;
+            }
+        }
+    }
+    json_decref(root);
+    if (rc) lw_layers_free(L);
+    return rc;
+}
+
+void lw_layers_free(lw_layers_t *L)
+{
+    for (int i = 0; i < L->n; i++) {
+        lw_layer_t *l = &L->l[i];
+        for (int k = 0; k < l->n_in; k++) free(l->ins[k]);
+        for (int k = 0; k < l->n_out; k++) free(l->outs[k]);
+        free(l->ins);
+        free(l->outs);
+        free(l->name);
+        free(l->op);
+        free(l->precision);
+    }
+    free(L->l);
+    free(L->path);
+    free(L->source);
+    free(L->precision);
+    memset(L, 0, sizeof *L);
+}
+
+/* ---- the walk ------------------------------------------------------------------ */
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static int64_t nonfinite(const cmp_values_t *v)
+{
+    return v->nan + v->posinf + v->neginf;
+}
+
+static lw_row_t *add_row(lw_sample_t *s, int layer, const char *sample, const char *name, res_status_t st)
+{
+    s->rows = xrealloc(s->rows, (size_t)(s->n + 1) * sizeof *s->rows);
+    lw_row_t *r = &s->rows[s->n++];
+    memset(r, 0, sizeof *r);
+    r->layer = layer;
+    r->res.sample = xstrdup(sample);
+    r->res.name = xstrdup(name);
+    r->res.status = st;
+    return r;
+}
+
+/* Compares one tensor if the dumps hold it; marks B's entry as used. */
+static int walk_tensor(lw_sample_t *s, int layer, const char *name, const cmp_set_t *sa, const cmp_set_t *sb,
+                       char *used, const cmp_config_t *cfg, cmp_work_t *w, perr_t *e)
+{
+    int kb = set_find(sb, name), ka = set_find(sa, name);
+    if (kb < 0 || used[kb]) return 0;
+    used[kb] = 1;
+    if (ka < 0) {
+        add_row(s, layer, s->sample, name, RES_MISSING);
+        return 0;
+    }
+    lw_row_t *r = add_row(s, layer, s->sample, name, RES_PASS);
+    return cmp_one(sa, ka, sb, kb, cfg, w, &r->res, NULL, e);
+}
+
+static int walk(lw_sample_t *s, const lw_layers_t *L, const cmp_set_t *sa, const cmp_set_t *sb,
+                const cmp_config_t *cfg, cmp_work_t *w, perr_t *e)
+{
+    /* names some layer produces: the rest of the inputs are graph inputs
+     * (or weights, which dumps do not hold) */
+    int np = 0;
+    for (int i = 0; i < L->n; i++) np += L->l[i].n_out;
+    char **produced = xmalloc((size_t)(np + 1) * sizeof *produced);
+    np = 0;
+    for (int i = 0; i < L->n; i++)
+        for (int k = 0; k < L->l[i].n_out; k++) produced[np++] = L->l[i].outs[k];
+    qsort(produced, (size_t)np, sizeof *produced, cmp_str);
+    char *used = xcalloc((size_t)sb->n + 1, 1);
+    int rc = 0;
+    for (int i = 0; i < L->n && !rc; i++)
+        for (int k = 0; k < L->l[i].n_in && !rc; k++) {
+            char *nm = L->l[i].ins[k];
+            if (!bsearch(&nm, produced, (size_t)np, sizeof *produced, cmp_str))
+                rc = walk_tensor(s, -1, nm, sa, sb, used, cfg, w, e);
+        }
+    for (int i = 0; i < L->n && !rc; i++)
+        for (int k = 0; k < L->l[i].n_out && !rc; k++)
+            rc = walk_tensor(s, i, L->l[i].outs[k], sa, sb, used, cfg, w, e);
+    for (int k = 0; k < sb->n; k++) s->n_unlisted += !used[k];
+    free(used);
+    free(produced);
+    return rc;
+}
+
+/* ---- findings ----------------------------------------------------------------------- */
+
+static int compared(const lw_row_t *r)
+{
+    return r->res.status == RES_PASS || r->res.status == RES_FAIL;
+}
+
+static int new_nonfinite(const lw_row_t *r)
+{
+    return compared(r) && nonfinite(&r->res.st.a) > nonfinite(&r->res.st.b);
+}
+
+static void find_firsts(lw_sample_t *s)
+{
+    s->first_fail = s->first_nonfinite = s->ref_nonfinite = -1;
+    for (int i = 0; i < s->n; i++) {
+        const lw_row_t *r = &s->rows[i];
+        if (s->first_fail < 0 && (r->res.status == RES_FAIL || r->res.status == RES_SHAPE)) s->first_fail = i;
+        if (s->first_nonfinite < 0 && new_nonfinite(r)) s->first_nonfinite = i;
+        if (s->ref_nonfinite < 0 && compared(r) && nonfinite(&r->res.st.b)) s->ref_nonfinite = i;
+    }
+}
+
+/* Own error, worst first: layers that create NaN/Inf, then lowest SNR. */
+
+static double snr_key(const lw_row_t *r)
+{
+    double v = r->res.st.snr_db;
+    return isnan(v) ? -INFINITY : v;
+}
+
+static int cmp_rank(const void *x, const void *y, void *ctx)
+{
+    const lw_sample_t *s = ctx;
+    const lw_row_t *a = &s->rows[*(const int *)x], *b = &s->rows[*(const int *)y];
+    int na = new_nonfinite(a), nb = new_nonfinite(b);
+    if (na != nb) return nb - na;
+    double sa = snr_key(a), sb = snr_key(b);
+    if (sa != sb) return sa < sb ? -1 : 1;
+    return *(const int *)x - *(const int *)y;
+}
+
+static void rank_rows(lw_sample_t *s)
+{
+    s->rank = xmalloc((size_t)(s->n + 1) * sizeof *s->rank);
+    s->n_rank = 0;
+    for (int i = 0; i < s->n; i++)
+        if (compared(&s->rows[i]) && s->rows[i].layer >= 0) s->rank[s->n_rank++] = i;
+    qsort_r(s->rank, (size_t)s->n_rank, sizeof *s->rank, cmp_rank, s);
+}
+
+static void append(char **buf, size_t *len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void append(char **buf, size_t *len, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int k = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    *buf = xrealloc(*buf, *len + (size_t)k + 1);
+    va_start(ap, fmt);
+    vsnprintf(*buf + *len, (size_t)k + 1, fmt, ap);
+    va_end(ap);
+    *len += (size_t)k;
+}
+
+static int is_reduced(const char *prec)
+{
+    return prec[0] && strcmp(prec, "fp32") != 0;
+}
+
+/* One paragraph a user can act on. */
+static void diagnose(lw_sample_t *s, const lw_layers_t *L, int local)
+{
+    char *d = NULL;
+    size_t n = 0;
+    if (s->ref_nonfinite >= 0 && (s->first_nonfinite < 0 || s->ref_nonfinite <= s->first_nonfinite)) {
+        const lw_row_t *r = &s->rows[s->ref_nonfinite];
+        append(&d, &n, "the reference itself holds NaN/Inf from %s on; fix the reference run first. ", r->res.name);
+    }
+    if (s->first_nonfinite >= 0) {
+        const lw_row_t *r = &s->rows[s->first_nonfinite];
+        const lw_layer_t *l = r->layer >= 0 ? &L->l[r->layer] : NULL;
+        const char *prec = l ? l->precision : "";
+        append(&d, &n, "first non-finite: %s (%s)", r->res.name, l ? l->op : "graph input");
+        if (l && is_reduced(prec)) {
+            append(&d, &n, " computed in %s", prec);
+            if (!strcmp(prec, "fp16") && r->res.st.beyond_fp16)
+                append(&d, &n, "; the reference holds %lld values beyond the FP16 range (65504) there: "
+                               "precision issue (FP16 overflow); run layer %s in fp32",
+                       (long long)r->res.st.beyond_fp16, l->name);
+            else
+                append(&d, &n, ": precision issue (%s overflow or invalid operation); run layer %s in fp32", prec, l->name);
+            if (strstr(l->name, "LayerNorm") || !strcmp(l->op, "Pow"))
+                append(&d, &n, " (a decomposed LayerNorm: pin its layers to fp32, or export with opset >= 17 "
+                               "LayerNormalization)");
+        }
+        append(&d, &n, ". ");
+    }
+    if (s->first_fail >= 0) {
+        const lw_row_t *r = &s->rows[s->first_fail];
+        const lw_layer_t *l = r->layer >= 0 ? &L->l[r->layer] : NULL;
+        if (!l) {
+            append(&d, &n, "first failing tensor: %s, a graph input: the inputs differ (preprocessing), not the engine. ",
+                   r->res.name);
+        } else {
+            append(&d, &n, "first failing tensor: %s (%s, layer %s, %s)", r->res.name, l->op, l->name,
+                   l->precision[0] ? l->precision : "precision unknown");
+            if (is_reduced(l->precision))
+                append(&d, &n, ": precision issue: the divergence starts in a %s layer", l->precision);
+            else if (l->precision[0])
+                append(&d, &n, ": the layer runs in fp32, so reduced precision does not explain it here "
+                               "(compare its inputs, or the kernel)");
+            append(&d, &n, ". ");
+        }
+    } else if (s->first_nonfinite < 0) {
+        append(&d, &n, "every compared tensor is within tolerance. ");
+    }
+    if (local && s->n_rank) {
+        int shown = 0;
+        for (int i = 0; i < s->n_rank && shown < 10; i++) {
+            const lw_row_t *r = &s->rows[s->rank[i]];
+            const lw_layer_t *l = &L->l[r->layer];
+            if (r->res.status != RES_FAIL || !is_reduced(l->precision)) continue;
+            int dup = 0;
+            for (int j = 0; j < i; j++) dup |= s->rows[s->rank[j]].layer == r->layer && s->rows[s->rank[j]].res.status == RES_FAIL;
+            if (dup) continue;
+            append(&d, &n, "%s%s", shown++ ? ", " : "pin to fp32 first (own error, worst first): ", l->name);
+        }
+        if (shown) append(&d, &n, ". ");
+    }
+    if (n && d[n - 1] == ' ') d[--n] = 0;
+    s->diagnosis = d ? d : xstrdup("");
+}
+
+int lw_run(const cmp_side_t *a, const cmp_side_t *b, const lw_layers_t *L, const cmp_config_t *cfg, int local,
+           lw_result_t *out, perr_t *e)
+{
+    memset(out, 0, sizeof *out);
+    out->L = L;
+    out->local = local;
+    int *ia, *ib;
+    int m = match_samples(a, b, &ia, &ib, e);
+    if (m < 0) return -1;
+    out->s = xcalloc((size_t)m + 1, sizeof *out->s);
+    cmp_work_t *w = cmp_work_new();
+    int rc = 0;
+    for (int k = 0; k < m && !rc; k++) {
+        if (ia[k] < 0 || ib[k] < 0) {
+            rc = BAD(e, "layerwise: sample '%s' is in %s only", ia[k] < 0 ? b->s[ib[k]].id : a->s[ia[k]].id,
+                     ia[k] < 0 ? b->path : a->path);
+            break;
+        }
+        lw_sample_t *s = &out->s[out->n++];
+        s->sample = xstrdup(b->s[ib[k]].id[0] ? b->s[ib[k]].id : a->s[ia[k]].id);
+        cmp_set_t sa, sb;
+        if (set_open(b, ib[k], &sb, e)) { rc = -1; break; }
+        if (set_open(a, ia[k], &sa, e)) { set_close(&sb); rc = -1; break; }
+        rc = walk(s, L, &sa, &sb, cfg, w, e);
+        set_close(&sa);
+        set_close(&sb);
+        if (rc) break;
+        find_firsts(s);
+        if (local) rank_rows(s);
+        diagnose(s, L, local);
+    }
+    cmp_work_free(w);
+    free(ia);
+    free(ib);
+    return rc;
+}
+
+void lw_result_free(lw_result_t *r)
+{
+    for (int i = 0; i < r->n; i++) {
+        lw_sample_t *s = &r->s[i];
+        for (int k = 0; k < s->n; k++) {
+            free(s->rows[k].res.sample);
+            free(s->rows[k].res.name);
+            free(s->rows[k].res.name_a);
+        }
+        free(s->rows);
+        free(s->rank);
+        free(s->sample);
+        free(s->diagnosis);
+    }
+    free(r->s);
+    memset(r, 0, sizeof *r);
+}
+
+int lw_status(const lw_result_t *r)
+{
+    for (int i = 0; i < r->n; i++)
+        if (r->s[i].first_fail >= 0 || r->s[i].first_nonfinite >= 0) return EXIT_CHECK;
+    return EXIT_PASS;
+}

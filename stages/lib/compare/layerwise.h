@@ -1,0 +1,69 @@
+/* layerwise.h — where two runs start to disagree. Given two dumps of every
+ * tensor (infer --dump all) and the engine's layer report (build-engine
+ * --layers-out, layers in execution order), walk the layers in order and
+ * compare each layer's outputs: the first tensor that fails the tolerance,
+ * the first that holds NaN/Inf where the reference does not, and the error
+ * layer by layer. Graph inputs found in both dumps are compared first (a
+ * preprocessing difference shows there).
+ *
+ * Local mode: when A was produced by `infer --reference B` (each layer fed
+ * the reference's inputs), each row is that layer's own error; the layers are
+ * then ranked by it, worst first: the list to pin to FP32 first. */
+#ifndef PARITY_COMPARE_LAYERWISE_H
+#define PARITY_COMPARE_LAYERWISE_H
+
+#include <stdio.h>
+#include <jansson.h>
+#include "compare/run.h"
+
+typedef struct lw_layer {
+    int index;
+    char *name, *op, *precision;
+    int n_in, n_out;
+    char **ins, **outs;
+} lw_layer_t;
+
+typedef struct lw_layers {
+    char *path, *source, *precision;
+    int n;
+    lw_layer_t *l;
+} lw_layers_t;
+
+int lw_layers_read(const char *path, lw_layers_t *L, perr_t *e);
+void lw_layers_free(lw_layers_t *L);
+
+typedef struct lw_row {
+    int layer;                /* index into L->l, -1 for a graph input */
+    cmp_result_t res;         /* PASS, FAIL, SHAPE or MISSING (not dumped in A) */
+} lw_row_t;
+
+typedef struct lw_sample {
+    char *sample;
+    int n;
+    lw_row_t *rows;
+    int first_fail;           /* row, -1 when none */
+    int first_nonfinite;      /* first row where A holds NaN/Inf the reference does not */
+    int ref_nonfinite;        /* first row where the reference itself holds NaN/Inf */
+    int n_unlisted;           /* dumped tensors the layer report does not name */
+    int *rank;                /* local mode: rows by own error, worst first */
+    int n_rank;
+    char *diagnosis;
+} lw_sample_t;
+
+typedef struct lw_result {
+    const lw_layers_t *L;
+    int local;
+    int n;
+    lw_sample_t *s;
+} lw_result_t;
+
+int lw_run(const cmp_side_t *a, const cmp_side_t *b, const lw_layers_t *L, const cmp_config_t *cfg, int local,
+           lw_result_t *out, perr_t *e);
+void lw_result_free(lw_result_t *r);
+/* 0 when no row failed, 1 otherwise. */
+int lw_status(const lw_result_t *r);
+
+void lw_text(FILE *f, const lw_result_t *r, const cmp_report_t *hdr);
+json_t *lw_json(const lw_result_t *r);
+
+#endif
