@@ -3,6 +3,8 @@
 #include <string.h>
 #include "io/tensorset.h"
 #include "io/npy.h"
+#include "io/npz.h"
+#include "io/polygraphy.h"
 #include "io/tensorproto.h"
 #include "util/fsutil.h"
 
@@ -55,9 +57,39 @@ static int cmp_pb(const void *a, const void *b)
     return numeric_suffix(x) - numeric_suffix(y);
 }
 
+/* A single .npz, or a Polygraphy JSON file of one iteration, as a set. */
+static int read_file_set(const char *path, tensor_set_t *s, perr_t *e)
+{
+    int rc = 0;
+    if (ends_with(path, ".npz")) {
+        npz_t z;
+        if (npz_open(path, &z, e)) return -1;
+        for (int i = 0; i < z.n && !rc; i++) {
+            tensor_t *t = xcalloc(1, sizeof *t);
+            if ((rc = npz_load(&z, i, t, e))) free(t);
+            else tensorset_add(s, z.m[i].name, t);
+        }
+        npz_close(&z);
+    } else {
+        poly_doc_t d;
+        if (poly_open(path, NULL, NULL, &d, e)) return -1;
+        if (d.niters != 1) rc = BAD(e, "%s: holds %d iterations, a tensor set is one", path, d.niters);
+        for (int i = 0; !rc && i < d.it[0].n; i++) {
+            tensor_t *t = xcalloc(1, sizeof *t);
+            if ((rc = poly_load(&d, 0, i, t, e))) free(t);
+            else tensorset_add(s, d.it[0].names[i], t);
+        }
+        poly_close(&d);
+    }
+    if (rc) tensorset_free(s);
+    return rc;
+}
+
 int tensorset_read(const char *path, tensor_set_t *s, perr_t *e)
 {
     memset(s, 0, sizeof *s);
+    if (!is_dir(path) && (ends_with(path, ".npz") || ends_with(path, ".json")) && file_exists(path))
+        return read_file_set(path, s, e);
     if (!is_dir(path)) return BAD(e, "%s: not a tensor-set folder", path);
     char **files;
     int n = list_dir(path, &files, e);
