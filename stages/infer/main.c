@@ -18,6 +18,7 @@
 #include "engine/engine.h"
 #include "engine/exec.h"
 #include "run.h"
+#include "util/pool.h"
 
 static const char usage[] =
     "usage: infer ENGINE -i IN -o OUT [options]\n"
@@ -62,7 +63,10 @@ int main(int argc, char **argv)
     if (!job.in || !job.out) die_usage("infer", "missing -i IN or -o OUT");
     if (xo.threads < 1 || xo.threads > 256) die_usage("infer", "--threads must be 1..256");
     if (job.runs < 1) die_usage("infer", "--runs must be at least 1");
-    openblas_set_num_threads(xo.threads);
+    /* OpenBLAS stays single-threaded: parity's pool splits work into tiles
+     * that do not depend on the thread count (ops/blas.c) */
+    openblas_set_num_threads(1);
+    pool_set_threads(xo.threads);
 
     perr_t e = {0};
     graph_t *g = engine_read(argv[optind], NULL, &e);

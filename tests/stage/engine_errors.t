@@ -95,7 +95,7 @@ ok(rc == 0, "external data inside the model's folder loads", err)
 
 # an absurd declared size: a 2^40-element initializer with no data
 m = onnx.load(good)
-big = helper.make_tensor("huge", TensorProto.FLOAT, [1 << 40], vals=[], raw=False)
+big = TensorProto(name="huge", data_type=TensorProto.FLOAT, dims=[1 << 40])
 m.graph.initializer.append(big)
 onnx.save(m, os.path.join(tmp, "huge.onnx"))
 expect_build_error("huge", os.path.join(tmp, "huge.onnx"), "huge")

@@ -64,9 +64,9 @@ ok(res is not None and np.array_equal(res["y"], np.maximum(2 * x, 0)),
    "nested model-local functions are inlined with attribute references", err)
 
 # 2. Constant forms and typed initializer fields (float16 in int32_data, int64 in int64_data)
-w16 = helper.make_tensor("w16", TensorProto.FLOAT16, [3],
-                         vals=np.array([1.5, -2.25, 65504], np.float16).view(np.uint16).astype(np.int32).tolist(),
-                         raw=False)
+# make_tensor stores float16 values as their bit patterns in int32_data
+w16 = helper.make_tensor("w16", TensorProto.FLOAT16, [3], vals=[1.5, -2.25, 65504], raw=False)
+assert list(w16.int32_data) == np.array([1.5, -2.25, 65504], np.float16).view(np.uint16).tolist()
 nodes = [
     helper.make_node("Constant", [], ["c1"], value_floats=[1.0, 2.0, 3.0]),
     helper.make_node("Constant", [], ["c2"], value=numpy_helper.from_array(np.array([10, 20, 30], np.float32))),
