@@ -63,18 +63,22 @@ inp = os.path.join(d, "input")
 e32, l32 = engine(os.path.join(d, "convclip.onnx"))
 etf, ltf = engine(os.path.join(d, "convclip.onnx"), "--precision", "tf32")
 if e32 and etf:
-    a = infer(e32, inp)["output"]
+    dump = infer(e32, inp, "--dump", "all")
+    a, pre = dump["output"], dump["%2Fconv%2FConv_output_0"]
     a2 = infer(e32, inp, "--threads", "2")["output"]
     t = infer(etf, inp)["output"]
     ok(a.tobytes() == a2.tobytes(), "convclip: FP32 vs FP32 is exact (1 and 2 threads)")
     err = np.abs(t.astype(np.float64) - a)
     ok(0 < err.max() < 1e-2, "convclip: TF32 error is small but non-zero (max %.3g)" % err.max())
-    inside = (a > 0) & (a < 6)
-    ok(np.all(err[~inside] <= err.max() * (np.abs(a[~inside] - np.clip(a[~inside], 0, 6)) == 0)),
-       "convclip: no error deep in the clipped region")
-    ok(np.count_nonzero(err[inside]) > 0 and np.count_nonzero(err[(a == 0) | (a == 6)]) < np.count_nonzero(err[inside]),
-       "convclip: the error is concentrated in and at the edges of the unclipped band "
-       "(%d inside, %d at a bound)" % (np.count_nonzero(err[inside]), np.count_nonzero(err[(a == 0) | (a == 6)])))
+    # where the convolution lands well outside [0, 6] the clip hides any TF32 error
+    deep = (pre < -0.05) | (pre > 6.05)
+    ok(deep.sum() > 0.2 * pre.size and np.count_nonzero(err[deep]) == 0,
+       "convclip: no error where outputs are clipped deep (%d of %d elements)" % (deep.sum(), pre.size))
+    # an output pinned at a bound differs only when the pre-activation sits near that bound
+    at_bound = ((a == 0) | (a == 6)) & (err > 0)
+    near = (np.abs(pre) < 0.05) | (np.abs(pre - 6) < 0.05)
+    ok(at_bound.sum() > 0 and np.all(near[at_bound]),
+       "convclip: errors at the clip bounds all sit within 0.05 of a bound (%d elements)" % at_bound.sum())
     conv_rows = [l for l in ltf["layers"] if l["op"] == "Conv"]
     ok(conv_rows and conv_rows[0]["precision"] == "tf32" and
        [l for l in ltf["layers"] if l["op"] == "Clip"][0]["precision"] == "fp32",
