@@ -42,6 +42,7 @@ static int foldable_without_data(const node_t *n)
 int graph_fold(graph_t *g, int64_t max_fold_bytes, perr_t *e)
 {
     int folded = 0;
+    scratch_pool_t pool = {0};
     for (int i = 0; i < g->n_nodes; i++) {
         node_t *n = &g->nodes[i];
         const tensor_t *in[64];
@@ -72,7 +73,10 @@ int graph_fold(graph_t *g, int64_t max_fold_bytes, perr_t *e)
             }
         }
         int rc = node_infer_shapes(n, sin, out, e);
-        if (rc == OP_ERROR) return perr_prefix(e, "%s: ", g->source);
+        if (rc == OP_ERROR) {
+            scratch_pool_free(&pool);
+            return perr_prefix(e, "%s: ", g->source);
+        }
         if (rc == OP_DYNAMIC) continue;
         int64_t bytes = 0;
         for (int k = 0; k < n->n_out; k++) {
@@ -87,8 +91,10 @@ int graph_fold(graph_t *g, int64_t max_fold_bytes, perr_t *e)
         int fold = (all_const || foldable_without_data(n)) && !n->op->no_fold && bytes <= max_fold_bytes;
         if (!fold) continue;
         memset(out_t, 0, sizeof out_t);
-        if (node_run(n, all_const ? in : sin, out, 1, NULL, e))
+        if (node_run(n, all_const ? in : sin, out, 1, &pool, e)) {
+            scratch_pool_free(&pool);
             return perr_prefix(e, "%s: folding constants: ", g->source);
+        }
         for (int k = 0; k < n->n_out; k++) {
             if (!out[k]) continue;
             value_t *v = &g->vals[n->out[k]];
@@ -100,6 +106,7 @@ int graph_fold(graph_t *g, int64_t max_fold_bytes, perr_t *e)
         n->fused_from = xstrdup("folded");
         folded++;
     }
+    scratch_pool_free(&pool);
     /* Folded nodes produce constants now: remove them from execution. */
     int w = 0;
     for (int i = 0; i < g->n_nodes; i++) {
