@@ -183,6 +183,23 @@ static void match_tensors(const cmp_set_t *sa, const cmp_set_t *sb, int *a_of_b,
     }
 }
 
+/* A tensor on one side only: reported with its type and shape. */
+static int add_alone(cmp_report_t *rep, const char *id, const cmp_set_t *set, int k, res_status_t st, perr_t *e)
+{
+    cmp_result_t *r = report_add(rep, id, set->ent[k].name, st);
+    tensor_t t;
+    if (set_load(set, k, &t, e)) return -1;
+    if (st == RES_MISSING) {
+        r->dtb = t.dtype;
+        set_shape(&r->ndb, r->db, &t);
+    } else {
+        r->dta = t.dtype;
+        set_shape(&r->nda, r->da, &t);
+    }
+    tensor_free_data(&t);
+    return 0;
+}
+
 static int run_sample(const cmp_side_t *a, int ia, const cmp_side_t *b, int ib, const cmp_config_t *cfg,
                       cmp_work_t *w, cmp_report_t *rep, perr_t *e)
 {
@@ -196,13 +213,7 @@ static int run_sample(const cmp_side_t *a, int ia, const cmp_side_t *b, int ib, 
     int rc = 0;
     for (int j = 0; j < sb.n && !rc; j++) {
         if (a_of_b[j] < 0) {
-            cmp_result_t *r = report_add(rep, id, sb.ent[j].name, RES_MISSING);
-            tensor_t tb;
-            if (!(rc = set_load(&sb, j, &tb, e))) {
-                r->dtb = tb.dtype;
-                set_shape(&r->ndb, r->db, &tb);
-                tensor_free_data(&tb);
-            }
+            rc = add_alone(rep, id, &sb, j, RES_MISSING, e);
             continue;
         }
         cmp_result_t *r = report_add(rep, id, sb.ent[j].name, RES_PASS);
@@ -210,15 +221,7 @@ static int run_sample(const cmp_side_t *a, int ia, const cmp_side_t *b, int ib, 
         rc = cmp_one(&sa, a_of_b[j], &sb, j, cfg, w, r, &rep->bytes, e);
     }
     for (int i = 0; i < sa.n && !rc; i++)
-        if (b_of_a[i] < 0) {
-            cmp_result_t *r = report_add(rep, id, sa.ent[i].name, RES_EXTRA);
-            tensor_t ta;
-            if (!(rc = set_load(&sa, i, &ta, e))) {
-                r->dta = ta.dtype;
-                set_shape(&r->nda, r->da, &ta);
-                tensor_free_data(&ta);
-            }
-        }
+        if (b_of_a[i] < 0) rc = add_alone(rep, id, &sa, i, RES_EXTRA, e);
     free(a_of_b);
     free(b_of_a);
     set_close(&sa);
