@@ -33,6 +33,18 @@ static int read_names(const json_t *arr, char ***out, int *n)
     return 0;
 }
 
+/* What the layer computes and stores in, for the table and the diagnosis. */
+static void describe_precision(lw_layer_t *l)
+{
+    const char *st = !strcmp(l->storage, "float16") ? "fp16" : !strcmp(l->storage, "bfloat16") ? "bf16" : "";
+    size_t n = strlen(l->precision) + 8;
+    l->prec = xmalloc(n);
+    if (st[0] && strcmp(st, l->precision)) snprintf(l->prec, n, "%s/%s", l->precision[0] ? l->precision : "?", st);
+    else snprintf(l->prec, n, "%s", l->precision);
+    l->half = !strcmp(l->precision, "fp16") || !strcmp(st, "fp16") ? 1 : !strcmp(l->precision, "bf16") || st[0] ? 2 : 0;
+    l->reduced = l->half || (l->precision[0] && strcmp(l->precision, "fp32"));
+}
+
 int lw_layers_read(const char *path, lw_layers_t *L, perr_t *e)
 {
     memset(L, 0, sizeof *L);
@@ -57,6 +69,9 @@ int lw_layers_read(const char *path, lw_layers_t *L, perr_t *e)
             l->name = jstr(row, "name", "");
             l->op = jstr(row, "op", "?");
             l->precision = jstr(row, "precision", "");
+            l->storage = jstr(row, "storage", "");
+            l->reason = jstr(row, "reason", "");
+            describe_precision(l);
             if (!json_is_object(row) || read_names(json_object_get(row, "inputs"), &l->ins, &l->n_in) ||
                 read_names(json_object_get(row, "outputs"), &l->outs, &l->n_out)) {
                 rc = BAD(e, "%s: layers[%zu]: \"inputs\"/\"outputs\" must be lists of tensor names", path, i);
@@ -80,6 +95,9 @@ void lw_layers_free(lw_layers_t *L)
         free(l->name);
         free(l->op);
         free(l->precision);
+        free(l->storage);
+        free(l->reason);
+        free(l->prec);
     }
     free(L->l);
     free(L->path);
@@ -147,9 +165,16 @@ static int walk(lw_sample_t *s, const lw_layers_t *L, const cmp_set_t *sa, const
             if (!bsearch(&nm, produced, (size_t)np, sizeof *produced, cmp_str))
                 rc = walk_tensor(s, -1, nm, sa, sb, used, cfg, w, e);
         }
-    for (int i = 0; i < L->n && !rc; i++)
-        for (int k = 0; k < L->l[i].n_out && !rc; k++)
+    for (int i = 0; i < L->n && !rc; i++) {
+        const char *a_only = NULL;
+        for (int k = 0; k < L->l[i].n_in && !a_only; k++)
+            if (set_find(sb, L->l[i].ins[k]) < 0 && set_find(sa, L->l[i].ins[k]) >= 0) a_only = L->l[i].ins[k];
+        for (int k = 0; k < L->l[i].n_out && !rc; k++) {
+            int before = s->n;
             rc = walk_tensor(s, i, L->l[i].outs[k], sa, sb, used, cfg, w, e);
+            if (s->n > before) s->rows[s->n - 1].a_only_input = a_only;
+        }
+    }
     for (int k = 0; k < sb->n; k++) s->n_unlisted += !used[k];
     free(used);
     free(produced);
@@ -221,11 +246,6 @@ static void append(char **buf, size_t *len, const char *fmt, ...)
     *len += (size_t)k;
 }
 
-static int is_reduced(const char *prec)
-{
-    return prec[0] && strcmp(prec, "fp32") != 0;
-}
-
 /* One paragraph a user can act on. */
 static void diagnose(lw_sample_t *s, const lw_layers_t *L, int local)
 {
@@ -238,16 +258,15 @@ static void diagnose(lw_sample_t *s, const lw_layers_t *L, int local)
     if (s->first_nonfinite >= 0) {
         const lw_row_t *r = &s->rows[s->first_nonfinite];
         const lw_layer_t *l = r->layer >= 0 ? &L->l[r->layer] : NULL;
-        const char *prec = l ? l->precision : "";
         append(&d, &n, "first non-finite: %s (%s)", r->res.name, l ? l->op : "graph input");
-        if (l && is_reduced(prec)) {
-            append(&d, &n, " computed in %s", prec);
-            if (!strcmp(prec, "fp16") && r->res.st.beyond_fp16)
+        if (l && l->reduced) {
+            append(&d, &n, " computed in %s", l->prec);
+            if (l->half == 1 && r->res.st.beyond_fp16)
                 append(&d, &n, "; the reference holds %lld values beyond the FP16 range (65504) there: "
                                "precision issue (FP16 overflow); run layer %s in fp32",
                        (long long)r->res.st.beyond_fp16, l->name);
             else
-                append(&d, &n, ": precision issue (%s overflow or invalid operation); run layer %s in fp32", prec, l->name);
+                append(&d, &n, ": precision issue (%s overflow or invalid operation); run layer %s in fp32", l->prec, l->name);
             if (strstr(l->name, "LayerNorm") || !strcmp(l->op, "Pow"))
                 append(&d, &n, " (a decomposed LayerNorm: pin its layers to fp32, or export with opset >= 17 "
                                "LayerNormalization)");
@@ -262,12 +281,16 @@ static void diagnose(lw_sample_t *s, const lw_layers_t *L, int local)
                    r->res.name);
         } else {
             append(&d, &n, "first failing tensor: %s (%s, layer %s, %s)", r->res.name, l->op, l->name,
-                   l->precision[0] ? l->precision : "precision unknown");
-            if (is_reduced(l->precision))
-                append(&d, &n, ": precision issue: the divergence starts in a %s layer", l->precision);
+                   l->prec[0] ? l->prec : "precision unknown");
+            if (l->reduced)
+                append(&d, &n, ": precision issue: the divergence starts in a layer computed or stored in %s%s%s%s",
+                       l->prec, l->reason[0] ? " (" : "", l->reason, l->reason[0] ? ")" : "");
             else if (l->precision[0])
                 append(&d, &n, ": the layer runs in fp32, so reduced precision does not explain it here "
                                "(compare its inputs, or the kernel)");
+            if (r->a_only_input)
+                append(&d, &n, "; its input %s exists in A only (the reference has no such tensor): the difference "
+                               "may enter there", r->a_only_input);
             append(&d, &n, ". ");
         }
     } else if (s->first_nonfinite < 0) {
@@ -278,7 +301,7 @@ static void diagnose(lw_sample_t *s, const lw_layers_t *L, int local)
         for (int i = 0; i < s->n_rank && shown < 10; i++) {
             const lw_row_t *r = &s->rows[s->rank[i]];
             const lw_layer_t *l = &L->l[r->layer];
-            if (r->res.status != RES_FAIL || !is_reduced(l->precision)) continue;
+            if (r->res.status != RES_FAIL || !l->reduced) continue;
             int dup = 0;
             for (int j = 0; j < i; j++) dup |= s->rows[s->rank[j]].layer == r->layer && s->rows[s->rank[j]].res.status == RES_FAIL;
             if (dup) continue;

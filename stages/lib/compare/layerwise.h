@@ -18,7 +18,10 @@
 
 typedef struct lw_layer {
     int index;
-    char *name, *op, *precision;
+    char *name, *op, *precision, *storage, *reason;
+    char *prec;               /* shown: "fp16", or "fp32/fp16" for fp32 compute, fp16 storage */
+    int half;                 /* computes or stores in fp16 (1) or bf16 (2) */
+    int reduced;              /* anything but fp32 compute and storage */
     int n_in, n_out;
     char **ins, **outs;
 } lw_layer_t;
@@ -34,6 +37,7 @@ void lw_layers_free(lw_layers_t *L);
 
 typedef struct lw_row {
     int layer;                /* index into L->l, -1 for a graph input */
+    const char *a_only_input; /* an input of the layer dumped in A but absent from B */
     cmp_result_t res;         /* PASS, FAIL, SHAPE or MISSING (not dumped in A) */
 } lw_row_t;
 

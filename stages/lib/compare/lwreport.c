@@ -12,7 +12,7 @@ static const char *row_op(const lw_result_t *r, const lw_row_t *row)
 
 static const char *row_prec(const lw_result_t *r, const lw_row_t *row)
 {
-    const char *p = row->layer >= 0 ? r->L->l[row->layer].precision : "";
+    const char *p = row->layer >= 0 ? r->L->l[row->layer].prec : "";
     return p[0] ? p : "-";
 }
 
@@ -34,7 +34,7 @@ static void text_row(FILE *f, const lw_result_t *r, const lw_row_t *row)
     else snprintf(idx, sizeof idx, "in");
     const cmp_stats_t *st = &row->res.st;
     int cmpd = row->res.status == RES_PASS || row->res.status == RES_FAIL;
-    fprintf(f, "%5s %-18.18s %-5s %-6s %10s %10s %10s %9s %8s  %s\n", idx, row_op(r, row), row_prec(r, row),
+    fprintf(f, "%5s %-18.18s %-9s %-6s %10s %10s %10s %9s %8s  %s\n", idx, row_op(r, row), row_prec(r, row),
             row_status(row), cmpd ? fmt_g(b[0], 32, st->abs.max) : "-", cmpd ? fmt_g(b[1], 32, st->abs.mean) : "-",
             cmpd ? fmt_g(b[2], 32, st->rel.max) : "-", cmpd ? fmt_g(b[3], 32, st->cosine) : "-",
             cmpd ? fmt_g(b[4], 32, st->snr_db) : "-", row->res.name);
@@ -62,7 +62,7 @@ void lw_text(FILE *f, const lw_result_t *r, const cmp_report_t *hdr)
     for (int i = 0; i < r->n; i++) {
         const lw_sample_t *s = &r->s[i];
         if (s->sample[0]) fprintf(f, "[sample %s]\n", s->sample);
-        fprintf(f, "%5s %-18s %-5s %-6s %10s %10s %10s %9s %8s  %s\n", "#", "op", "prec", "status", "max|a-b|",
+        fprintf(f, "%5s %-18s %-9s %-6s %10s %10s %10s %9s %8s  %s\n", "#", "op", "prec", "status", "max|a-b|",
                 "mean|a-b|", "max rel", "cosine", "SNR dB", "tensor");
         for (int k = 0; k < s->n; k++) text_row(f, r, &s->rows[k]);
         if (s->n_unlisted) fprintf(f, "(%d dumped tensors are not in the layer report)\n", s->n_unlisted);
