@@ -1,0 +1,72 @@
+"""backend_lib.py — shared helpers of the backend tests (tests/stage/backend_*.t):
+running a backend of pipeline/backends/ through its contract, reading tensor
+sets back with numpy, and the agreement measures the tests print."""
+import os
+import subprocess
+import tempfile
+
+import numpy as np
+
+from tap import bindir
+
+root = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+backends = os.path.join(root, "pipeline", "backends")
+PLAIN = set(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-")
+
+
+def name_encode(name):
+    """Tensor name -> file stem, as name_encode() in stages/lib/util/fsutil.c."""
+    out = []
+    for i, c in enumerate(name.encode("utf-8")):
+        out.append(chr(c) if c in PLAIN and not (i == 0 and c == ord(".")) else "%%%02X" % c)
+    return "".join(out)
+
+
+def name_decode(stem):
+    b, i = bytearray(), 0
+    while i < len(stem):
+        if stem[i] == "%":
+            b.append(int(stem[i + 1:i + 3], 16))
+            i += 3
+        else:
+            b += stem[i].encode("utf-8")
+            i += 1
+    return b.decode("utf-8")
+
+
+def write_set(folder, tensors):
+    """Writes {name: array} as a tensor-set folder (numpy's own .npy writer)."""
+    os.makedirs(folder, exist_ok=True)
+    for name, a in tensors.items():
+        np.save(os.path.join(folder, name_encode(name) + ".npy"), a)
+
+
+def read_set(folder):
+    """Reads a tensor-set folder into {tensor name: array}."""
+    return {name_decode(f[:-4]): np.load(os.path.join(folder, f))
+            for f in sorted(os.listdir(folder)) if f.endswith(".npy")}
+
+
+def run_backend(name, *args, env=None):
+    """Runs pipeline/backends/NAME with args; returns (exit code, stdout, stderr)."""
+    e = dict(os.environ, PARITY_BIN=bindir())
+    e.update(env or {})
+    p = subprocess.run([os.path.join(backends, name)] + [str(a) for a in args],
+                       capture_output=True, text=True, env=e)
+    return p.returncode, p.stdout, p.stderr
+
+
+def tmpdir(prefix):
+    return tempfile.mkdtemp(prefix="parity-%s-" % prefix)
+
+
+def rel_diff(a, b):
+    """max |a-b| / max(max |b|, tiny): one number per tensor, b the reference."""
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    if a64.size == 0:
+        return 0.0
+    return float(np.max(np.abs(a64 - b64)) / max(float(np.max(np.abs(b64))), 1e-30))
+
+
+def ort_available():
+    return os.path.isfile(os.path.join(root, "node_modules", "onnxruntime-node", "package.json"))
