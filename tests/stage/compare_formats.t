@@ -17,6 +17,7 @@ import numpy as np
 from onnx import numpy_helper
 
 sys.path.insert(0, os.path.dirname(__file__))
+from compare_util import save_set
 from tap import ok, done, run, one_line_error
 
 tmp = tempfile.mkdtemp(prefix="parity-cmp-formats-")
@@ -27,18 +28,8 @@ def path(*p):
     return os.path.join(tmp, *p)
 
 
-def encode(name):
-    out = []
-    for i, c in enumerate(name.encode()):
-        ch = chr(c)
-        out.append(ch if (ch.isascii() and ch.isalnum() or ch in "._-") and not (i == 0 and ch == ".") else "%%%02X" % c)
-    return "".join(out)
 
 
-def save_set(d, tensors):
-    os.makedirs(d, exist_ok=True)
-    for name, arr in tensors.items():
-        np.save(os.path.join(d, encode(name) + ".npy"), arr)
 
 
 def compare(a, b, *args):

@@ -12,6 +12,7 @@ import tempfile
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
+from compare_util import num, save_set
 from tap import ok, done, run
 
 tmp = tempfile.mkdtemp(prefix="parity-cmp-metrics-")
@@ -19,26 +20,10 @@ EPS = 2.220446049250313e-16
 n_case = 0
 
 
-def encode(name):
-    """parity's reversible tensor file names: [A-Za-z0-9._-] kept, the rest %XX."""
-    out = []
-    for i, c in enumerate(name.encode()):
-        ch = chr(c)
-        if (ch.isascii() and ch.isalnum() or ch in "._-") and not (i == 0 and ch == "."):
-            out.append(ch)
-        else:
-            out.append("%%%02X" % c)
-    return "".join(out)
 
 
-def save_set(d, tensors):
-    os.makedirs(d)
-    for name, arr in tensors.items():
-        np.save(os.path.join(d, encode(name) + ".npy"), arr)
 
 
-def num(v):
-    return float(v) if not isinstance(v, str) else {"nan": np.nan, "inf": np.inf, "-inf": -np.inf}[v]
 
 
 def compare(a, b, *args):
