@@ -10,7 +10,7 @@ import tempfile
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
-from compare_util import save_set
+from compare_util import encode, save_set
 from tap import ok, done, run, one_line_error
 
 tmp = tempfile.mkdtemp(prefix="parity-cmp-cli-")
