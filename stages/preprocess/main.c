@@ -59,8 +59,8 @@ int main(int argc, char **argv)
         case OPT_DATASET: dataset = optarg; break;
         case OPT_IMAGES: images = optarg; break;
         case 'j': jobs = strtol(optarg, NULL, 10); break;
-        case 'h': fputs(usage, stdout); return 0;
-        case 'V': puts("preprocess (parity) 0.1.0"); return 0;
+        case 'h': fputs(usage, stdout); free(sets); return 0;
+        case 'V': puts("preprocess (parity) 0.1.0"); free(sets); return 0;
         default: die_usage("preprocess", "unknown option");
         }
     }

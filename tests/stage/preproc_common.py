@@ -5,8 +5,10 @@ python3-pil) driven the way training pipelines drive them, plus numpy's
 float32 arithmetic; the geometry of letterbox and centre crop is written here
 from Ultralytics' LetterBox and torchvision's Resize + CenterCrop.
 """
+import atexit
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -51,7 +53,11 @@ class Tap:
 
 
 def tmpdir():
-    return tempfile.mkdtemp(prefix="parity-pre-")
+    """A scratch folder, removed at exit unless PARITY_KEEP is set."""
+    d = tempfile.mkdtemp(prefix="parity-pre-")
+    if not os.environ.get("PARITY_KEEP"):
+        atexit.register(shutil.rmtree, d, True)
+    return d
 
 
 def run(args, check=True):

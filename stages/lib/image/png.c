@@ -85,6 +85,8 @@ int png_decode(const void *buf, size_t n, const char *name, const png_opts_t *op
                image_t *im, png_info_s_t *pi, perr_t *e)
 {
     memset(im, 0, sizeof *im);
+    if (n == 0)
+        return BAD(e, "%s: empty file, not a PNG", name);
     if (n < 8 || png_sig_cmp((png_const_bytep)buf, 0, 8))
         return BAD(e, "%s: not a PNG file (bad signature)", name);
     png_src_t src = { .p = buf, .n = n, .off = 0 };
