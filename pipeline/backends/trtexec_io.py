@@ -32,7 +32,10 @@ import sys
 
 import numpy as np
 
-PLAIN = set(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-")
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
+sys.dont_write_bytecode = True          # no __pycache__ inside pipeline/
+from names import PLAIN, name_decode, name_encode  # noqa: E402
+
 # trtexec's DataType names (sampleOptions.cpp operator<<) -> .npy descr.
 RAW_TYPES = {"fp32": "<f4", "fp16": "<f2", "bf16": "<V2", "int8": "|i1", "int32": "<i4", "int64": "<i8",
              "bool": "|b1", "uint8": "|u1"}
@@ -44,29 +47,6 @@ ONNX_TYPES = {1: np.float32, 2: np.uint8, 3: np.int8, 5: np.int16, 6: np.int32, 
 
 class Bad(Exception):
     pass
-
-
-def name_encode(name):
-    """Tensor name -> parity file stem (stages/lib/util/fsutil.c name_encode)."""
-    out = []
-    for i, c in enumerate(name.encode("utf-8")):
-        out.append(chr(c) if c in PLAIN and not (i == 0 and c == ord(".")) else "%%%02X" % c)
-    return "".join(out)
-
-
-def name_decode(stem):
-    b, i = bytearray(), 0
-    while i < len(stem):
-        if stem[i] == "%":
-            h = stem[i + 1:i + 3]
-            if not re.fullmatch(r"[0-9A-Fa-f]{2}", h):
-                return None
-            b.append(int(h, 16))
-            i += 3
-        else:
-            b += stem[i].encode("utf-8")
-            i += 1
-    return b.decode("utf-8", "replace")
 
 
 def safe_name(name, shorten=True):

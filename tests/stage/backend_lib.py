@@ -3,6 +3,7 @@ running a backend of pipeline/backends/ through its contract, reading tensor
 sets back with numpy, and the agreement measures the tests print."""
 import os
 import subprocess
+import sys
 import tempfile
 
 import numpy as np
@@ -11,27 +12,9 @@ from tap import bindir
 
 root = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 backends = os.path.join(root, "pipeline", "backends")
-PLAIN = set(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-")
-
-
-def name_encode(name):
-    """Tensor name -> file stem, as name_encode() in stages/lib/util/fsutil.c."""
-    out = []
-    for i, c in enumerate(name.encode("utf-8")):
-        out.append(chr(c) if c in PLAIN and not (i == 0 and c == ord(".")) else "%%%02X" % c)
-    return "".join(out)
-
-
-def name_decode(stem):
-    b, i = bytearray(), 0
-    while i < len(stem):
-        if stem[i] == "%":
-            b.append(int(stem[i + 1:i + 3], 16))
-            i += 3
-        else:
-            b += stem[i].encode("utf-8")
-            i += 1
-    return b.decode("utf-8")
+sys.path.insert(0, os.path.join(backends, "lib"))
+sys.dont_write_bytecode = True          # no __pycache__ inside pipeline/
+from names import name_decode, name_encode  # noqa: E402,F401  (re-exported to the tests)
 
 
 def write_set(folder, tensors):
