@@ -91,7 +91,9 @@ static int slice_plan(op_ctx_t *c, slice_plan_t *p)
         if (s < 0) s += dim;   /* cannot overflow: s < 0 and dim >= 0 */
         if (e < 0) e += dim;
         int64_t cnt;
-        if (step > 0) {
+        if (dim == 0) {
+            cnt = 0;   /* the negative-step clamp [0, dim-1] is empty */
+        } else if (step > 0) {
             s = clamp64(s, 0, dim);
             e = clamp64(e, 0, dim);
             cnt = e > s ? (e - s - 1) / step + 1 : 0;
