@@ -9,6 +9,7 @@
  * Writes OUTDIR/<sample-id>/<input>.npy (+ extra inputs) and meta.json per
  * image, then OUTDIR/index.json when every image succeeded. */
 #include <getopt.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -70,6 +71,11 @@ int main(int argc, char **argv)
         die_usage("preprocess", "missing -o OUTDIR");
     if (jobs < 1 || jobs > 64)
         die_usage("preprocess", "--jobs must be 1..64");
+
+    /* Every image allocates the same large buffers: keep them in the heap
+     * instead of returning them to the kernel and faulting them in again. */
+    mallopt(M_MMAP_THRESHOLD, 64 << 20);
+    mallopt(M_TRIM_THRESHOLD, 512 << 20);
 
     perr_t e = { 0 };
     config_t *cfg = config_load(cfgfile, &e);

@@ -5,13 +5,13 @@
  * model was trained with read it (see image.h). libpng reports errors through
  * longjmp; the handler keeps its message so the caller gets one line naming
  * the file. CRC errors in any chunk are fatal (a corrupt file is corrupt). */
+#include <errno.h>
 #include <png.h>
 #include <setjmp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "image/image.h"
-#include "util/fsutil.h"
 
 int image_alloc(image_t *im, int64_t w, int64_t h, int c, perr_t *e)
 {
@@ -32,15 +32,22 @@ void image_free(image_t *im)
     memset(im, 0, sizeof *im);
 }
 
+/* Where the bytes come from: memory (p, n) or a FILE. */
 typedef struct png_src {
     const uint8_t *p;
     size_t n, off;
+    FILE *f;
     char msg[256];      /* libpng's error message */
 } png_src_t;
 
 static void read_bytes(png_structp png, png_bytep out, size_t len)
 {
     png_src_t *s = png_get_io_ptr(png);
+    if (s->f) {
+        if (fread(out, 1, len, s->f) != len)
+            png_error(png, "file is truncated");
+        return;
+    }
     if (len > s->n - s->off)
         png_error(png, "file is truncated");
     memcpy(out, s->p + s->off, len);
@@ -81,16 +88,22 @@ static void set_transforms(png_structp png, png_infop info, const png_opts_t *op
     png_read_update_info(png, info);
 }
 
-int png_decode(const void *buf, size_t n, const char *name, const png_opts_t *opts,
-               image_t *im, png_info_s_t *pi, perr_t *e)
+/* Checks the 8-byte signature (sig holds n bytes). */
+static int check_signature(const uint8_t *sig, size_t n, const char *name, perr_t *e)
 {
-    memset(im, 0, sizeof *im);
     if (n == 0)
         return BAD(e, "%s: empty file, not a PNG", name);
-    if (n < 8 || png_sig_cmp((png_const_bytep)buf, 0, 8))
+    if (n < 8 || png_sig_cmp((png_const_bytep)sig, 0, 8))
         return BAD(e, "%s: not a PNG file (bad signature)", name);
-    png_src_t src = { .p = buf, .n = n, .off = 0 };
-    png_structp png = png_create_read_struct(PNG_LIBPNG_VER_STRING, &src, on_error, on_warning);
+    return 0;
+}
+
+/* Decodes from src, whose first 8 bytes (the signature) were consumed. */
+static int decode(png_src_t *psrc, const char *name, const png_opts_t *opts, image_t *im,
+                  png_info_s_t *pi, perr_t *e)
+{
+    png_src_t *volatile srcp = psrc;
+    png_structp png = png_create_read_struct(PNG_LIBPNG_VER_STRING, psrc, on_error, on_warning);
     png_infop info = png ? png_create_info_struct(png) : NULL;
     if (!info) {
         png_destroy_read_struct(&png, NULL, NULL);
@@ -103,9 +116,10 @@ int png_decode(const void *buf, size_t n, const char *name, const png_opts_t *op
         free(rows);
         free(pixels);
         png_destroy_read_struct(&png, &info, NULL);
-        return BAD(e, "%s: corrupt PNG: %s", name, src.msg[0] ? src.msg : "libpng error");
+        return BAD(e, "%s: corrupt PNG: %s", name, srcp->msg[0] ? srcp->msg : "libpng error");
     }
-    png_set_read_fn(png, &src, read_bytes);
+    png_set_read_fn(png, psrc, read_bytes);
+    png_set_sig_bytes(png, 8);
     png_set_crc_action(png, PNG_CRC_DEFAULT, PNG_CRC_ERROR_QUIT);
     png_set_user_limits(png, 1u << 16, 1u << 16);
     png_read_info(png, info);
@@ -138,14 +152,31 @@ int png_decode(const void *buf, size_t n, const char *name, const png_opts_t *op
     return 0;
 }
 
+int png_decode(const void *buf, size_t n, const char *name, const png_opts_t *opts,
+               image_t *im, png_info_s_t *pi, perr_t *e)
+{
+    memset(im, 0, sizeof *im);
+    if (check_signature(buf, n, name, e) < 0)
+        return -1;
+    png_src_t src = { .p = buf, .n = n, .off = 8 };
+    return decode(&src, name, opts, im, pi, e);
+}
+
+/* Streams the file through libpng (no whole-file copy). */
 int png_load(const char *path, const png_opts_t *opts, image_t *im, png_info_s_t *info,
              perr_t *e)
 {
-    char *buf;
-    size_t n;
-    if (read_file(path, &buf, &n, e) < 0)
-        return -1;
-    int rc = png_decode(buf, n, path, opts, im, info, e);
-    free(buf);
+    memset(im, 0, sizeof *im);
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return BAD(e, "%s: cannot open: %s", path, strerror(errno));
+    setvbuf(f, NULL, _IOFBF, 1 << 16);
+    uint8_t sig[8];
+    size_t n = fread(sig, 1, sizeof sig, f);
+    png_src_t src = { .f = f };
+    int rc = check_signature(sig, n, path, e);
+    if (!rc)
+        rc = decode(&src, path, opts, im, info, e);
+    fclose(f);
     return rc;
 }
