@@ -1,7 +1,7 @@
 /* infer — runs an engine on input tensor sets.
  *
  *   infer ENGINE -i IN -o OUT [--dump all|GLOB] [--threads N] [--runs N]
- *         [--reference REF_DUMP] [--stats stats.json]
+ *         [--reference REF_DUMP] [--stats stats.json] [--profile profile.json]
  *
  * IN is one tensor set (a folder of .npy/.pb files) or a folder of them, one
  * subfolder per sample, mirrored into OUT. --dump adds intermediate tensors
@@ -29,6 +29,7 @@ static const char usage[] =
     "      --runs N             run each sample N times for latency (default 1)\n"
     "      --reference DUMP     run each layer on the reference dump's inputs (local error)\n"
     "      --stats FILE         latency statistics (JSON)\n"
+    "      --profile FILE       per-layer times (JSON, laid out as trtexec --exportProfile)\n"
     "  -h, --help | -V, --version\n"
     "Exit: 0 done, 2 bad usage or bad input, 3 internal error.\n";
 
@@ -38,7 +39,7 @@ int main(int argc, char **argv)
         {"input", required_argument, 0, 'i'}, {"output", required_argument, 0, 'o'},
         {"dump", required_argument, 0, 'd'}, {"threads", required_argument, 0, 't'},
         {"runs", required_argument, 0, 'r'}, {"reference", required_argument, 0, 'R'},
-        {"stats", required_argument, 0, 's'}, {"help", no_argument, 0, 'h'},
+        {"stats", required_argument, 0, 's'}, {"profile", required_argument, 0, 'P'}, {"help", no_argument, 0, 'h'},
         {"version", no_argument, 0, 'V'}, {0, 0, 0, 0},
     };
     infer_job_t job = {.runs = 1};
@@ -54,6 +55,7 @@ int main(int argc, char **argv)
         case 'r': job.runs = atoi(optarg); break;
         case 'R': reference = optarg; break;
         case 's': job.stats = optarg; break;
+        case 'P': job.profile = optarg; break;
         case 'h': fputs(usage, stdout); return 0;
         case 'V': puts("infer (parity) 0.1.0"); return 0;
         default: die_usage("infer", "unknown option");
@@ -73,6 +75,7 @@ int main(int argc, char **argv)
     if (!g) perr_die("infer", &e);
     job.reference = reference;
     if (infer_all(g, &xo, &job, &e)) perr_die("infer", &e);
+    exec_opts_release(&xo);
     graph_free(g);
     return 0;
 }

@@ -79,8 +79,35 @@ static json_t *latency_json(double *t, int n)
     return o;
 }
 
+/* Per-layer times as trtexec's --exportProfile lays them out:
+ * [{"count": runs}, {"name", "op", "timeMs", "averageMs", "percentage"}, ...]. */
+static int write_profile(const graph_t *g, const double *ms, int runs, const char *path, perr_t *e)
+{
+    double total = 0;
+    for (int i = 0; i < g->n_nodes; i++) total += ms[i];
+    json_t *arr = json_array(), *head = json_object();
+    json_object_set_new(head, "count", json_integer(runs));
+    json_array_append_new(arr, head);
+    for (int i = 0; i < g->n_nodes; i++) {
+        json_t *o = json_object();
+        json_object_set_new(o, "name", json_string(g->nodes[i].name));
+        json_object_set_new(o, "op", json_string(g->nodes[i].op_type));
+        json_object_set_new(o, "timeMs", json_real(ms[i]));
+        json_object_set_new(o, "averageMs", json_real(ms[i] / runs));
+        json_object_set_new(o, "percentage", json_real(total > 0 ? 100 * ms[i] / total : 0));
+        json_array_append_new(arr, o);
+    }
+    char *text = json_dumps(arr, JSON_INDENT(1) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(6));
+    json_decref(arr);
+    int rc = atomic_write(path, text, strlen(text), e);
+    free(text);
+    return rc;
+}
+
 int infer_all(const graph_t *g, exec_opts_t *xo, const infer_job_t *job, perr_t *e)
 {
+    int total_runs = 0;
+    if (job->profile) xo->layer_ms = xcalloc(g->n_nodes + 1, sizeof *xo->layer_ms);
     json_t *samples = json_array();
     int rc = 0;
     double *times = xcalloc(job->runs, sizeof *times);
@@ -117,6 +144,10 @@ int infer_all(const graph_t *g, exec_opts_t *xo, const infer_job_t *job, perr_t 
         if (n >= 0) free_list(names, n);
         if (!rc && json_array_size(samples) == 0) rc = BAD(e, "%s: no tensor set found (no .npy/.pb files, no sample folders)", job->in);
     }
+    total_runs = (int)json_array_size(samples) * job->runs;
+    if (!rc && job->profile) rc = write_profile(g, xo->layer_ms, total_runs, job->profile, e);
+    free(xo->layer_ms);
+    xo->layer_ms = NULL;
     if (!rc && job->stats) {
         json_t *root = json_object();
         json_object_set_new(root, "threads", json_integer(xo->threads));

@@ -5,7 +5,7 @@
 #include "engine/exec.h"
 
 typedef struct infer_job {
-    const char *in, *out, *stats, *reference;
+    const char *in, *out, *stats, *reference, *profile;
     int runs;
 } infer_job_t;
 

@@ -3,6 +3,7 @@
 #include <fnmatch.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include "engine/exec.h"
 #include "ops/run.h"
 
@@ -48,8 +49,35 @@ static int wants_dump(const exec_opts_t *o, const char *name)
     return !strcmp(o->dump, "all") || fnmatch(o->dump, name, 0) == 0;
 }
 
+/* The arena: one block for every activation the memory plan placed
+ * (static shapes); values whose lifetimes do not overlap share bytes. */
+static char *arena_new(const graph_t *g, int64_t *size)
+{
+    int64_t end = 0;
+    for (int i = 0; i < g->n_vals; i++) {
+        const value_t *v = &g->vals[i];
+        if (v->offset >= 0 && v->shape_known) {
+            int64_t b = v->offset + ((int64_t)tensor_nbytes(&v->t) + 63) / 64 * 64;
+            if (b > end) end = b;
+        }
+    }
+    *size = end;
+    return end ? aligned_alloc(64, (size_t)end) : NULL;
+}
+
+void exec_opts_release(exec_opts_t *o)
+{
+    free(o->arena);
+    o->arena = NULL;
+}
+
 int exec_run(const graph_t *g, const tensor_set_t *in, const exec_opts_t *o, tensor_set_t *out, perr_t *e)
 {
+    int64_t arena_size;
+    /* the arena lives across runs when the caller keeps it (no page faults
+     * on every run); exec_run owns it otherwise */
+    char *arena = o && o->arena ? o->arena : arena_new(g, &arena_size);
+    if (o && !o->arena) ((exec_opts_t *)o)->arena = arena;
     tensor_t **rt = xcalloc(g->n_vals + 1, sizeof *rt);       /* current tensor per value */
     tensor_t *owned = xcalloc(g->n_vals + 1, sizeof *owned);  /* storage of activations */
     scratch_pool_t pool = {0};
@@ -72,8 +100,23 @@ int exec_run(const graph_t *g, const tensor_set_t *in, const exec_opts_t *o, ten
             if (v >= 0 && !args[k]) { rc = BAD(e, "node '%s': input '%s' has no value", n->name, g->vals[v].name); break; }
         }
         if (rc) break;
-        for (int k = 0; k < n->n_out; k++) outs[k] = n->out[k] >= 0 ? &owned[n->out[k]] : NULL;
+        for (int k = 0; k < n->n_out; k++) {
+            int v = n->out[k];
+            outs[k] = v >= 0 ? &owned[v] : NULL;
+            if (v >= 0 && arena && g->vals[v].offset >= 0 && g->vals[v].shape_known) {
+                tensor_free_data(&owned[v]);
+                owned[v].data = arena + g->vals[v].offset;
+                owned[v].owns = 0;
+                owned[v].cap = tensor_nbytes(&g->vals[v].t);
+            }
+        }
+        struct timespec t0, t1;
+        if (o && o->layer_ms) clock_gettime(CLOCK_MONOTONIC, &t0);
         if (node_run(n, args, outs, threads, &pool, e)) { rc = -1; break; }
+        if (o && o->layer_ms) {
+            clock_gettime(CLOCK_MONOTONIC, &t1);
+            o->layer_ms[i] += (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6;
+        }
         for (int k = 0; k < n->n_out; k++) {
             int v = n->out[k];
             if (v < 0) continue;
@@ -106,6 +149,7 @@ done:
     for (int i = 0; i < g->n_vals; i++) tensor_free_data(&owned[i]);
     free(owned);
     free(rt);
+    if (!o) free(arena);
     scratch_pool_free(&pool);
     return rc;
 }

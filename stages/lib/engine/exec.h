@@ -11,7 +11,12 @@ typedef struct exec_opts {
     int threads;
     const char *dump;              /* NULL, "all", or a glob over tensor names */
     const tensor_set_t *reference; /* local-error mode: feed each node the reference's inputs */
+    double *layer_ms;              /* if set: per-node time is added here (n_nodes entries) */
+    void *arena;                   /* kept across runs by the caller: exec_run allocates it */
 } exec_opts_t;
+
+/* Frees the arena an exec_opts_t kept across runs. */
+void exec_opts_release(exec_opts_t *o);
 
 /* Binds inputs (by name; unnamed tensors by position), runs every node and
  * adds the graph outputs (and dumped tensors) to *out. */

@@ -113,8 +113,19 @@ int node_run(const node_t *n, const tensor_t *const *in, tensor_t **out, int thr
         if (reduce) round_to_precision(tmp[i].data, tensor_numel(&tmp[i]), n->precision);
         args[i] = &tmp[i];
     }
-    for (int i = 0; i < n->n_out; i++)
-        if (out[i]) tensor_free_data(out[i]);
+    /* an output may come with a preset buffer (the arena slot the memory plan
+     * gave it): keep it when the shape fits, else allocate */
+    void *preset[MAXIO];
+    size_t preset_cap[MAXIO];
+    for (int i = 0; i < n->n_out; i++) {
+        preset[i] = NULL;
+        if (!out[i]) continue;
+        if (out[i]->data && !out[i]->owns) {
+            preset[i] = out[i]->data;
+            preset_cap[i] = out[i]->cap;
+        }
+        tensor_free_data(out[i]);
+    }
     op_ctx_t c = {.node = n, .n_in = n->n_in, .in = args, .n_out = n->n_out, .out = out,
                   .threads = threads, .err = e, .scratch = scratch_get, .scratch_owner = pool};
     rc = n->op->shape(&c);
@@ -123,6 +134,12 @@ int node_run(const node_t *n, const tensor_t *const *in, tensor_t **out, int thr
     if (rc) goto done;
     for (int i = 0; i < n->n_out; i++)
         if (out[i]) {
+            if (preset[i] && tensor_nbytes(out[i]) <= preset_cap[i]) {
+                out[i]->data = preset[i];
+                out[i]->owns = 0;
+                out[i]->cap = preset_cap[i];
+                continue;
+            }
             tensor_t shape = *out[i];
             if (tensor_alloc(out[i], shape.dtype, shape.ndim, shape.dims, e)) { rc = -1; goto done; }
         }

@@ -33,6 +33,8 @@ typedef struct tensor {
     int64_t dims[TENSOR_MAX_DIMS];
     void *data;
     int owns;            /* data is freed with the tensor */
+    size_t cap;          /* bytes available at data when it is a preset buffer
+                            the tensor does not own (the executor's arena) */
 } tensor_t;
 
 int64_t tensor_numel(const tensor_t *t);
