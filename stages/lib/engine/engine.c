@@ -106,6 +106,26 @@ int engine_write(const graph_t *g, const engine_meta_t *m, const char *path, per
     return rc;
 }
 
+/* Every name the reader relies on must be present (proto2 leaves a missing
+ * optional string NULL): a damaged file is bad input, not a crash. */
+static int check_names(const Parity__Engine *eng, const char *path, perr_t *e)
+{
+    for (size_t i = 0; i < eng->n_value; i++)
+        if (!eng->value[i]->name) return BAD(e, "%s: value %zu has no name", path, i);
+    for (size_t i = 0; i < eng->n_node; i++) {
+        const Parity__EngineNode *n = eng->node[i];
+        if (!n->name || !n->op_type || !n->op_type[0] || !n->domain)
+            return BAD(e, "%s: node %zu is missing its name, op type or domain", path, i);
+        for (size_t k = 0; k < n->n_attribute; k++)
+            if (!n->attribute[k]->name) return BAD(e, "%s: node '%s': attribute %zu has no name", path, n->name, k);
+    }
+    for (size_t i = 0; i < eng->n_opset; i++)
+        if (!eng->opset[i]->domain) return BAD(e, "%s: opset entry %zu has no domain", path, i);
+    for (size_t i = 0; i < eng->n_constant; i++)
+        if (!eng->constant[i]->name) return BAD(e, "%s: constant %zu has no name", path, i);
+    return 0;
+}
+
 static int value_of(graph_t *g, const char *name)
 {
     return name[0] ? graph_value(g, name) : -1;
@@ -125,6 +145,10 @@ graph_t *engine_read(const char *path, engine_meta_t *m, perr_t *e)
     if (!eng->has_format_version || eng->format_version != ENGINE_FORMAT_VERSION) {
         BAD(e, "%s: engine format version %u, this parity reads %d (rebuild the engine)",
             path, eng->format_version, ENGINE_FORMAT_VERSION);
+        parity__engine__free_unpacked(eng, NULL);
+        return NULL;
+    }
+    if (check_names(eng, path, e)) {
         parity__engine__free_unpacked(eng, NULL);
         return NULL;
     }

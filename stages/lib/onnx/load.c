@@ -83,12 +83,12 @@ static int load_constant_node(load_ctx_t *L, const Onnx__NodeProto *np, const ch
 {
     tensor_t t = {0};
     if (n_attrs != 1)
-        return BAD(L->e, "%s: Constant node '%s' must have exactly one attribute", L->path, np->name);
+        return BAD(L->e, "%s: Constant node '%s' must have exactly one attribute", L->path, np->name ? np->name : "");
     const Onnx__AttributeProto *a = attrs[0];
     const char *an = a->name ? a->name : "";
     if (!strcmp(an, "value") && a->t) {
         if (tensorproto_to_tensor(a->t, L->dir, &t, L->e))
-            return perr_prefix(L->e, "%s: Constant '%s': ", L->path, np->name);
+            return perr_prefix(L->e, "%s: Constant '%s': ", L->path, np->name ? np->name : "");
     } else if (!strcmp(an, "value_float") || !strcmp(an, "value_int")) {
         int isf = an[6] == 'f';
         if (tensor_alloc(&t, isf ? DT_FLOAT : DT_INT64, 0, NULL, L->e)) return -1;
@@ -100,7 +100,7 @@ static int load_constant_node(load_ctx_t *L, const Onnx__NodeProto *np, const ch
         memcpy(t.data, isf ? (void *)a->floats : (void *)a->ints, n * (isf ? 4 : 8));
     } else {
         return BAD(L->e, "%s: Constant node '%s': attribute '%s' is not supported (string and sparse constants)",
-                   L->path, np->name, an);
+                   L->path, np->name ? np->name : "", an);
     }
     add_constant(L, out_name, &t);
     return 0;
@@ -183,9 +183,10 @@ static int resolve_attrs(load_ctx_t *L, const Onnx__NodeProto *np, const scope_t
         if (a->ref_attr_name && a->ref_attr_name[0]) {
             const Onnx__AttributeProto *found = NULL;
             for (size_t k = 0; s && s->caller && k < s->caller->n_attribute; k++)
-                if (!strcmp(s->caller->attribute[k]->name, a->ref_attr_name)) found = s->caller->attribute[k];
+                if (s->caller->attribute[k]->name && !strcmp(s->caller->attribute[k]->name, a->ref_attr_name))
+                    found = s->caller->attribute[k];
             if (!found) continue;   /* not given by the caller: the op's default applies */
-            v[n++] = copy_attr(L->g, found, a->name);
+            v[n++] = copy_attr(L->g, found, a->name ? a->name : "");
         } else {
             v[n++] = a;
         }
@@ -264,6 +265,7 @@ static int load_graph(load_ctx_t *L)
     g->inputs = xcalloc(gp->n_input + 1, sizeof *g->inputs);
     for (size_t i = 0; i < gp->n_input; i++) {
         const Onnx__ValueInfoProto *vi = gp->input[i];
+        if (!vi->name || !vi->name[0]) return BAD(L->e, "%s: graph input %zu has no name", L->path, i);
         int v = graph_value(g, vi->name);
         if (g->vals[v].kind == VAL_CONST) continue;  /* initializer listed as input */
         g->vals[v].kind = VAL_INPUT;
@@ -277,6 +279,7 @@ static int load_graph(load_ctx_t *L)
     g->outputs = xcalloc(gp->n_output + 1, sizeof *g->outputs);
     for (size_t i = 0; i < gp->n_output; i++) {
         const Onnx__ValueInfoProto *vi = gp->output[i];
+        if (!vi->name || !vi->name[0]) return BAD(L->e, "%s: graph output %zu has no name", L->path, i);
         int v = graph_find(g, vi->name);
         if (v < 0) return BAD(L->e, "%s: output '%s' is produced by no node", L->path, vi->name);
         g->outputs[g->n_outputs++] = v;
