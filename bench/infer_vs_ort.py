@@ -1,0 +1,181 @@
+#!/usr/bin/python3
+"""infer_vs_ort.py — parity's FP32 infer against ONNX Runtime (onnxruntime-node,
+CPU), measured in one run on the same machine (the work of infer_vs_ort.sh).
+
+For every bundled model (the seed reproducers of `make models` and the
+RT-DETR fixture at opset 16 and 17) and each thread count (2 and 1 by
+default): parity's engine is built once (untimed), then one untimed warm-up
+invocation of each engine, then R rounds (BENCH_REPEAT, default 3) that each
+run `infer --runs N --stats` and the onnxruntime backend with `--runs N
+--stats`, alternating, each under /usr/bin/time -v, so that a burst of load
+from elsewhere hits both. Reported per model: the median latency of each
+(the median over the rounds of the median of N runs inside one process;
+model loading and session creation are not timed), their ratio
+(parity / onnxruntime: below 1 means parity is faster) and each process's
+peak resident memory. The onnxruntime process is Node.js with the library
+loaded; its bare footprint (node + onnxruntime-node, no session) is measured
+and printed too, so the model's own share can be read off.
+
+Results: build/bench/results.json (section "infer_vs_ort") and a Markdown
+table on stdout and in build/bench/infer_vs_ort.md.
+
+Environment: PARITY_BIN (stages; default build/bin), BENCH_RUNS (default 20),
+BENCH_REPEAT (default 3), BENCH_THREADS (default "2 1"), BENCH_MODELS (names to
+keep, default all).
+"""
+import json
+import os
+import platform
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+
+root = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+bindir = os.environ.get("PARITY_BIN") or os.path.join(root, "build", "bin")
+ort = os.path.join(root, "pipeline", "backends", "onnxruntime")
+runs = int(os.environ.get("BENCH_RUNS", "20"))
+repeat = int(os.environ.get("BENCH_REPEAT", "3"))
+threads_list = [int(t) for t in os.environ.get("BENCH_THREADS", "2 1").split()]
+outdir = os.path.join(root, "build", "bench")
+
+MODELS = [  # (name, model, input tensor set)
+    ("convclip", "build/models/convclip/convclip.onnx", "build/models/convclip/input"),
+    ("nafnet_ln_op16", "build/models/nafnet_ln/nafnet_ln_op16.onnx", "build/models/nafnet_ln/input"),
+    ("nafnet_ln_op17", "build/models/nafnet_ln/nafnet_ln_op17.onnx", "build/models/nafnet_ln/input"),
+    ("mixed_cast_fp32", "build/models/mixed_cast/mixed_cast_fp32.onnx", "build/models/mixed_cast/input"),
+    ("unet_attn", "build/models/unet_attn/unet_attn.onnx", "build/models/unet_attn/input"),
+    ("rtdetr_tiny_op16", "tests/fixtures/rtdetr-tiny/rtdetr_tiny_op16.onnx", "tests/fixtures/rtdetr-tiny/input"),
+    ("rtdetr_tiny_op17", "tests/fixtures/rtdetr-tiny/rtdetr_tiny_op17.onnx", "tests/fixtures/rtdetr-tiny/input"),
+]
+
+
+def fail(msg):
+    print("infer_vs_ort: " + msg, file=sys.stderr)
+    sys.exit(2)
+
+
+def timed(cmd, tmp):
+    """Runs cmd under /usr/bin/time -v; returns peak RSS in MiB."""
+    tv = os.path.join(tmp, "time.txt")
+    p = subprocess.run(["/usr/bin/time", "-v", "-o", tv] + cmd, capture_output=True, text=True)
+    if p.returncode:
+        fail("%s failed (exit %d): %s" % (os.path.basename(cmd[0]), p.returncode, p.stderr.strip()[-400:]))
+    m = re.search(r"Maximum resident set size \(kbytes\): (\d+)", open(tv).read())
+    return int(m.group(1)) / 1024.0
+
+
+def median_of(stats):
+    s = json.load(open(stats))["samples"][0]
+    return s["median_ms"], s["min_ms"]
+
+
+def cpu_name():
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def versions():
+    v = {}
+    try:
+        v["onnxruntime"] = json.load(open(os.path.join(root, "node_modules", "onnxruntime-node", "package.json")))["version"]
+    except OSError:
+        fail("onnxruntime-node is not installed (run tools/deps.sh)")
+    v["parity"] = subprocess.run([os.path.join(bindir, "infer"), "--version"], capture_output=True,
+                                 text=True).stdout.strip()
+    v["node"] = subprocess.run(["node", "--version"], capture_output=True, text=True).stdout.strip()
+    return v
+
+
+def main():
+    for exe in ("build-engine", "infer"):
+        if not os.access(os.path.join(bindir, exe), os.X_OK):
+            fail("%s/%s is not built (run make)" % (bindir, exe))
+    if not os.access("/usr/bin/time", os.X_OK):
+        fail("/usr/bin/time is missing (Debian package 'time'; tools/deps.sh installs it)")
+    keep = set(os.environ.get("BENCH_MODELS", "").split())
+    tmp = tempfile.mkdtemp(prefix="parity-bench-")
+    load0 = os.getloadavg()
+    ver = versions()
+    base_rss = timed(["node", "-e", "require(%r)" % os.path.join(root, "node_modules", "onnxruntime-node")], tmp)
+    rows = []
+    for name, model, inp in MODELS:
+        if keep and name not in keep:
+            continue
+        model, inp = os.path.join(root, model), os.path.join(root, inp)
+        if not os.path.exists(model):
+            fail("%s missing (run make models)" % model)
+        engine = os.path.join(tmp, name + ".engine")
+        p = subprocess.run([os.path.join(bindir, "build-engine"), model, "-o", engine, "--precision", "fp32"],
+                           capture_output=True, text=True)
+        if p.returncode:
+            fail("build-engine %s: %s" % (name, p.stderr.strip()))
+        for th in threads_list:
+            ps, os_ = os.path.join(tmp, "p.json"), os.path.join(tmp, "o.json")
+            pcmd = [os.path.join(bindir, "infer"), engine, "-i", inp, "-o", os.path.join(tmp, "pout"),
+                    "--threads", str(th), "--stats", ps]
+            ocmd = [ort, "run", "--model", model, "--input", inp, "--output", os.path.join(tmp, "oout"),
+                    "--threads", str(th), "--stats", os_]
+            timed(pcmd + ["--runs", "1"], tmp)              # warm-up: file cache, lazy loading
+            timed(ocmd + ["--runs", "1"], tmp)
+            pm, om, prss, orss = [], [], 0.0, 0.0
+            for _ in range(repeat):
+                prss = max(prss, timed(pcmd + ["--runs", str(runs)], tmp))
+                pm.append(median_of(ps))
+                orss = max(orss, timed(ocmd + ["--runs", str(runs)], tmp))
+                om.append(median_of(os_))
+            p_med, o_med = statistics.median(m for m, _ in pm), statistics.median(m for m, _ in om)
+            rows.append({"model": name, "threads": th, "runs": runs, "rounds": repeat,
+                         "parity": {"median_ms": p_med, "min_ms": min(m for _, m in pm),
+                                    "round_medians_ms": [m for m, _ in pm], "peak_rss_mib": round(prss, 1)},
+                         "onnxruntime": {"median_ms": o_med, "min_ms": min(m for _, m in om),
+                                         "round_medians_ms": [m for m, _ in om], "peak_rss_mib": round(orss, 1)},
+                         "ratio": round(p_med / o_med, 3)})
+            r = rows[-1]
+            print("  %-18s threads %d: parity %8.2f ms  onnxruntime %8.2f ms  ratio %.2f" %
+                  (name, th, p_med, o_med, r["ratio"]), file=sys.stderr)
+
+    machine = {"cpu": cpu_name(), "cpus": os.cpu_count(), "system": platform.platform(),
+               "load_average_at_start": [round(x, 2) for x in load0],
+               "load_average_at_end": [round(x, 2) for x in os.getloadavg()]}
+    result = {"benchmark": "parity FP32 infer vs ONNX Runtime (onnxruntime-node, CPU)", "machine": machine,
+              "versions": ver, "runs": runs, "rounds": repeat, "node_onnxruntime_bare_rss_mib": round(base_rss, 1), "results": rows}
+    table = ["| model | threads | parity median (ms) | ONNX Runtime median (ms) | ratio parity/ORT | "
+             "parity peak RSS (MiB) | ORT peak RSS (MiB) |", "|---|---:|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        table.append("| %s | %d | %.2f | %.2f | %.2f | %.1f | %.1f |" % (
+            r["model"], r["threads"], r["parity"]["median_ms"], r["onnxruntime"]["median_ms"], r["ratio"],
+            r["parity"]["peak_rss_mib"], r["onnxruntime"]["peak_rss_mib"]))
+    notes = ("Latency: median over %d alternating rounds of the median of %d runs in one process (load and "
+             "session creation untimed), after one untimed warm-up invocation; same thread count for both; ratio "
+             "below 1 means parity is faster. %s, %d CPUs, load average %s at the start and %s at the end; "
+             "onnxruntime-node %s on Node.js %s. ORT's peak RSS includes Node.js and the library: %.1f MiB with no "
+             "session loaded."
+             % (repeat, runs, machine["cpu"], machine["cpus"], " / ".join("%.1f" % x for x in load0),
+                " / ".join("%.1f" % x for x in machine["load_average_at_end"]), ver["onnxruntime"], ver["node"],
+                base_rss))
+    md = "\n".join(table) + "\n\n" + notes + "\n"
+    os.makedirs(outdir, exist_ok=True)
+    path = os.path.join(outdir, "results.json")
+    try:
+        allres = json.load(open(path))
+        if not isinstance(allres, dict):
+            allres = {}
+    except (OSError, ValueError):
+        allres = {}
+    allres["infer_vs_ort"] = result
+    for f, text in ((path, json.dumps(allres, indent=1) + "\n"), (os.path.join(outdir, "infer_vs_ort.md"), md)):
+        with open(f + ".tmp", "w") as fh:
+            fh.write(text)
+        os.replace(f + ".tmp", f)
+    print(md, end="")
+
+
+if __name__ == "__main__":
+    main()
