@@ -147,9 +147,9 @@ static double naive_reduce(int kind, const tensor_t *x, const int *mask, int64_t
         if (key_of(nd, x->dims, c, mask) != key) continue;
         double v = tensor_get_f64(x, i);
         cnt++;
-        switch (kind) {
-        case K_MAX: acc = v > acc ? v : acc; break;
-        case K_MIN: acc = v < acc ? v : acc; break;
+        switch (kind) {   /* NaN propagates, as in numpy's max/min */
+        case K_MAX: acc = isnan(acc) || isnan(v) ? NAN : v > acc ? v : acc; break;
+        case K_MIN: acc = isnan(acc) || isnan(v) ? NAN : v < acc ? v : acc; break;
         case K_PROD: acc *= v; break;
         case K_L1: acc += fabs(v); break;
         case K_L2: case K_SUMSQ: acc += v * v; break;
@@ -256,6 +256,20 @@ static void test_reduce_edges(void)
     int pass = 1;
     for (int kind = 0; kind < K_N; kind++) pass &= check_reduce(kind, x, 1, ax1, 1, 13, 0, 0);
     ok(pass, "reductions over an empty axis give 0, 1, -inf, +inf, NaN as appropriate");
+    tensor_free(x);
+
+    /* a NaN propagates into every reduction that sees it, on every path */
+    const int64_t dn[3] = {4, 9, 7}, setn[4][2] = {{2, 0}, {1, 0}, {0, 2}, {0, 1}};
+    x = rand_tensor(DT_FLOAT, 3, dn, 0.5, 1.5, 0);
+    ((float *)x->data)[5] = NAN;
+    ((float *)x->data)[200] = NAN;
+    pass = 1;
+    for (int kind = 0; kind < K_N; kind++)
+        for (int s = 0; s < 4; s++) {
+            pass &= check_reduce(kind, x, 1, setn[s], 1, 13, 0, 2e-6);
+            pass &= check_reduce(kind, x, 2, setn[s], 0, 13, 0, 2e-6);
+        }
+    ok(pass, "NaN propagates through all reductions (leading, middle, last axes)");
     tensor_free(x);
 
     /* noop_with_empty_axes copies the input */

@@ -205,15 +205,41 @@ static void walk_u64(const red_plan_t *p, dtype_t dt, const void *x, red_tr_t tr
     }, (void)0)
 }
 
-/* One run of Max (OP >) or Min (OP <); a NaN replaces, and then stays. */
+/* One run of Max (OP >) or Min (OP <); a NaN replaces, and then stays. A
+ * reduced run keeps four lanes (the extreme does not depend on the order)
+ * and a flag that sends it back for the first NaN. */
 #define SEG_MINMAX(OP)                                                    \
     {                                                                     \
         const T *src = xs + i;                                            \
         T *a = acc + o;                                                   \
-        for (int64_t j = 0; j < L; j++) {                                 \
-            T v = src[j];                                                 \
-            T *d = r ? a : a + j;                                         \
-            if (v OP *d || v != v) *d = v;                                \
+        if (r) {                                                          \
+            T m0 = *a;                                                    \
+            T m1 = m0;                                                    \
+            T m2 = m0;                                                    \
+            T m3 = m0;                                                    \
+            int64_t j = 0;                                                \
+            int nan = 0;                                                  \
+            for (; j + 4 <= L; j += 4) {                                  \
+                m0 = src[j] OP m0 ? src[j] : m0;                          \
+                m1 = src[j + 1] OP m1 ? src[j + 1] : m1;                  \
+                m2 = src[j + 2] OP m2 ? src[j + 2] : m2;                  \
+                m3 = src[j + 3] OP m3 ? src[j + 3] : m3;                  \
+                nan |= (src[j] != src[j]) | (src[j + 1] != src[j + 1]) |  \
+                       (src[j + 2] != src[j + 2]) | (src[j + 3] != src[j + 3]); \
+            }                                                             \
+            for (; j < L; j++) {                                          \
+                m0 = src[j] OP m0 ? src[j] : m0;                          \
+                nan |= src[j] != src[j];                                  \
+            }                                                             \
+            m0 = m1 OP m0 ? m1 : m0;                                      \
+            m0 = m2 OP m0 ? m2 : m0;                                      \
+            m0 = m3 OP m0 ? m3 : m0;                                      \
+            for (j = 0; nan && j < L; j++)                                \
+                if (src[j] != src[j]) { m0 = src[j]; nan = 0; }           \
+            *a = m0;                                                      \
+        } else {                                                          \
+            for (int64_t j = 0; j < L; j++)                               \
+                if (src[j] OP a[j] || src[j] != src[j]) a[j] = src[j];    \
         }                                                                 \
     }
 
