@@ -44,4 +44,26 @@ for method in METHODS:
             t.ok(not problems, "%s %s -> %dx%d: %d images bit-exact" % (method, color, H, W,
                  len(files[color])), "\n".join(problems))
 
+# Real PNG files shipped by Debian packages (artwork and screenshots), when
+# present: every method, down to 640x640 and to an odd size.
+REAL = [f for f in ("/usr/share/icons/Adwaita/512x512/places/folder-pictures.png",
+                    "/usr/share/doc/valgrind/html/images/kcachegrind_xtree.png",
+                    "/usr/share/doc/nodejs/contributing/doc_img/scatter-plot.png") if os.path.exists(f)]
+for method in METHODS:
+    for H, W in ((640, 640), (301, 417)):
+        if not REAL:
+            print("ok %d # SKIP no real PNG files on this machine" % (t.n + 1))
+            t.n += 1
+            continue
+        out = os.path.join(d, "real_%s_%dx%d" % (method, H, W))
+        preprocess(out, REAL, sets=["resize.method=" + method, "resize.size=%dx%d" % (H, W), "dtype=uint8"])
+        problems = []
+        for path in REAL:
+            got = to_hwc(load_sample(out, os.path.splitext(os.path.basename(path))[0]))
+            ref, _ = reference_pixels(path, method, "rgb", H, W)
+            if not np.array_equal(got, ref):
+                problems.append("%s: %s" % (path, describe_diff(got, ref)))
+        t.ok(not problems, "%s -> %dx%d on %d real PNG files: bit-exact" % (method, H, W, len(REAL)),
+             "\n".join(problems))
+
 t.done()
