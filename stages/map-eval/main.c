@@ -9,6 +9,7 @@
  */
 #include <getopt.h>
 #include <stdio.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 #include "coco/coco.h"
@@ -28,6 +29,7 @@ static const char usage[] =
     "                             (precision per category, IoU and recall threshold)\n"
     "  -w, --write-results FILE   write the detections as a COCO results JSON\n"
     "  -q, --quiet                do not print the stats\n"
+    "  -v, --verbose              counts and the time of each phase on stderr\n"
     "      --threads N            worker threads (default: PARITY_THREADS or the CPUs)\n"
     "Decoding a DIR (defaults in brackets; a YAML section sets the same keys):\n"
     "      --decode FILE          YAML file with the decoding settings\n"
@@ -61,7 +63,7 @@ static const struct option longopts[] = {
     {"gt", required_argument, 0, 'g'}, {"dt", required_argument, 0, 'd'},
     {"json", required_argument, 0, 'j'}, {"per-category", no_argument, 0, OPT_PERCAT},
     {"pr-curves", required_argument, 0, OPT_PR}, {"write-results", required_argument, 0, 'w'},
-    {"quiet", no_argument, 0, 'q'}, {"threads", required_argument, 0, OPT_THREADS},
+    {"quiet", no_argument, 0, 'q'}, {"verbose", no_argument, 0, 'v'}, {"threads", required_argument, 0, OPT_THREADS},
     {"decode", required_argument, 0, OPT_DECODE}, {"section", required_argument, 0, OPT_SECTION},
     {"set", required_argument, 0, OPT_SET}, {"meta", required_argument, 0, OPT_META},
     {"labels", required_argument, 0, OPT_LABELS}, {"boxes", required_argument, 0, OPT_BOXES},
@@ -79,6 +81,24 @@ static void die(const perr_t *e)
     perr_die(prog, e);
 }
 
+static int verbose;
+
+/* With --verbose: the wall and CPU time since the previous call. */
+static void phase(const char *what)
+{
+    static double last_wall, last_cpu;
+    struct timespec w, c;
+    clock_gettime(CLOCK_MONOTONIC, &w);
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c);
+    double wall = (double)w.tv_sec + (double)w.tv_nsec * 1e-9;
+    double cpu = (double)c.tv_sec + (double)c.tv_nsec * 1e-9;
+    if (verbose && what)
+        fprintf(stderr, "%s: %-10s %8.3f s wall %8.3f s cpu\n", prog, what, wall - last_wall,
+                cpu - last_cpu);
+    last_wall = wall;
+    last_cpu = cpu;
+}
+
 int main(int argc, char **argv)
 {
     const char *gt_path = NULL, *dt_path = NULL, *json_out = NULL, *pr_dir = NULL;
@@ -90,13 +110,14 @@ int main(int argc, char **argv)
     const char **dopt = calloc(argc + 1, sizeof *dopt);
     int ndopt = 0;
     int c;
-    while ((c = getopt_long(argc, argv, "g:d:j:w:qhV", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "g:d:j:w:qvhV", longopts, NULL)) != -1) {
         switch (c) {
         case 'g': gt_path = optarg; break;
         case 'd': dt_path = optarg; break;
         case 'j': json_out = optarg; break;
         case 'w': results_out = optarg; break;
         case 'q': quiet = 1; break;
+        case 'v': verbose = 1; break;
         case OPT_PERCAT: per_category = 1; break;
         case OPT_PR: pr_dir = optarg; break;
         case OPT_THREADS:
@@ -128,8 +149,10 @@ int main(int argc, char **argv)
     if (!dt_path) die_usage(prog, "missing --dt RESULTS.json or DIR");
 
     perr_t e = {0};
+    phase(NULL);
     coco_gt_t gt;
     if (coco_gt_load(gt_path, &gt, &e)) die(&e);
+    phase("gt");
     coco_dets_t dets;
     if (is_dir(dt_path)) {
         coco_decode_opts_t o;
@@ -143,11 +166,18 @@ int main(int argc, char **argv)
             die_usage(prog, "decoding options apply only when --dt is a folder");
         if (coco_dets_load(dt_path, &dets, &e)) die(&e);
     }
+    phase("dt");
     coco_eval_t ev;
     if (coco_evaluate(&gt, &dets, nthreads, &ev, &e)) {
         perr_prefix(&e, "%s: ", dt_path);
         die(&e);
     }
+    phase("evaluate");
+    if (verbose)
+        fprintf(stderr, "%s: %lld images, %lld categories, %lld ground truths, %lld detections "
+                "(%lld of unknown categories dropped), %d threads\n", prog, (long long)gt.nimg,
+                (long long)gt.ncat, (long long)gt.nann, (long long)ev.ndets_used,
+                (long long)ev.ndets_dropped, nthreads);
     /* outputs only once everything is known to be good */
     if (results_out && coco_dets_write(results_out, &dets, &e)) die(&e);
     if (!quiet) {
@@ -161,6 +191,7 @@ int main(int argc, char **argv)
         if (rc) die(&e);
     }
     if (pr_dir && coco_write_pr_curves(pr_dir, &gt, &ev, &e)) die(&e);
+    phase("output");
     if (fflush(stdout) != 0) {
         perr_set(&e, EXIT_INTERNAL, "cannot write to standard output");
         die(&e);

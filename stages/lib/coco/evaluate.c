@@ -13,6 +13,8 @@
 
 static const double area_lo[COCO_A] = { 0.0, 0.0, 1024.0, 9216.0 };
 static const double area_hi[COCO_A] = { 1e10, 1024.0, 9216.0, 1e10 };
+/* min(t, 1 - 1e-10) for each IoU threshold, set by coco_work_build */
+static double iou_thr[COCO_T];
 
 /* ---- grouping (_prepare) ---- */
 
@@ -148,14 +150,17 @@ static void make_groups(coco_work_t *w, const uint64_t *gk, int64_t ng, const ui
 /* ---- per-group evaluation (computeIoU + evaluateImg) ---- */
 
 typedef struct scratch {
-    int64_t cap_d, cap_g, cap_iou;
+    int64_t cap_d, cap_g;
     int64_t *idx, *tmp;      /* detection order */
     double *key;
-    double *iou;             /* [D][G] */
     double *darea;           /* [D] */
-    int64_t *gs;             /* GT order for one area: not ignored first */
     uint8_t *gig, *gcrowd, *gm;
     int64_t *gid;
+    int64_t cap_c;           /* candidates: GTs a detection can match at all */
+    int64_t *c_off;          /* [D+1] */
+    int64_t *dm;             /* detections with candidates */
+    int64_t *c_gt;
+    double *c_iou;
 } scratch_t;
 
 static void *scratch_new(void *ctx)
@@ -167,33 +172,37 @@ static void *scratch_new(void *ctx)
 static void scratch_free(void *p)
 {
     scratch_t *s = p;
-    free(s->idx); free(s->tmp); free(s->key); free(s->iou); free(s->darea);
-    free(s->gs); free(s->gig); free(s->gcrowd); free(s->gm); free(s->gid);
+    free(s->idx); free(s->tmp); free(s->key); free(s->darea);
+    free(s->gig); free(s->gcrowd); free(s->gm); free(s->gid);
+    free(s->c_off); free(s->dm); free(s->c_gt); free(s->c_iou);
     free(s);
 }
 
 static void scratch_fit(scratch_t *s, int64_t nd, int64_t ng)
 {
+    int64_t kd = nd < COCO_MAXDET ? nd : COCO_MAXDET;
+    int64_t need = (kd ? kd : 1) * (ng ? ng : 1);
+    if (nd < 1) nd = 1;                    /* c_off[0] exists for every group */
     if (nd > s->cap_d) {
         s->cap_d = nd;
         s->idx = xrealloc(s->idx, nd * sizeof *s->idx);
         s->tmp = xrealloc(s->tmp, nd * sizeof *s->tmp);
         s->key = xrealloc(s->key, nd * sizeof *s->key);
         s->darea = xrealloc(s->darea, nd * sizeof *s->darea);
+        s->c_off = xrealloc(s->c_off, (nd + 1) * sizeof *s->c_off);
+        s->dm = xrealloc(s->dm, nd * sizeof *s->dm);
     }
     if (ng > s->cap_g) {
         s->cap_g = ng;
-        s->gs = xrealloc(s->gs, ng * sizeof *s->gs);
         s->gig = xrealloc(s->gig, ng);
         s->gcrowd = xrealloc(s->gcrowd, ng);
         s->gm = xrealloc(s->gm, ng);
         s->gid = xrealloc(s->gid, ng * sizeof *s->gid);
     }
-    int64_t kd = nd < COCO_MAXDET ? nd : COCO_MAXDET;
-    int64_t need = (kd ? kd : 1) * (ng ? ng : 1);
-    if (need > s->cap_iou) {
-        s->cap_iou = need;
-        s->iou = xrealloc(s->iou, need * sizeof *s->iou);
+    if (need > s->cap_c) {
+        s->cap_c = need;
+        s->c_gt = xrealloc(s->c_gt, need * sizeof *s->c_gt);
+        s->c_iou = xrealloc(s->c_iou, need * sizeof *s->c_iou);
     }
 }
 
@@ -211,56 +220,71 @@ static double bb_iou(const double *D, const double *G, int crowd)
     return i / u;
 }
 
-/* evaluateImg for one area range: fills khit/kign bits of the kept dets. */
+/* evaluateImg's greedy matching for one detection at one threshold.
+ *
+ * pycocotools scans the GTs sorted "not ignored first" with the current best
+ * IoU starting at the threshold: a GT already matched (and not crowd) is
+ * skipped, an IoU below the best is skipped, an IoU equal or above becomes
+ * the match (so among equal IoUs the later GT wins), and once the match is a
+ * GT that is not ignored the scan stops at the first ignored GT. So: the
+ * not-ignored GTs are tried first, in file order; the ignored ones only when
+ * none of those matched. A GT below the lowest threshold (0.5) can never
+ * match, which is why only the candidates (IoU >= 0.5) are scanned. */
+static int64_t match_one(const scratch_t *s, int64_t d, double thr)
+{
+    double best = thr;
+    int64_t m = -1;
+    for (int pass = 0; pass < 2 && m < 0; pass++) {
+        for (int64_t c = s->c_off[d]; c < s->c_off[d + 1]; c++) {
+            int64_t j = s->c_gt[c];
+            if (s->gig[j] != pass || (s->gm[j] && !s->gcrowd[j])) continue;
+            if (s->c_iou[c] < best) continue;
+            best = s->c_iou[c];
+            m = j;
+        }
+    }
+    return m;
+}
+
+/* evaluateImg for one area range: fills khit/kign bits of the kept dets
+ * and returns the number of GTs not ignored. */
 static int64_t match_area(coco_work_t *w, scratch_t *s, int64_t g, int a, int64_t kd)
 {
     const coco_gt_t *gt = w->gt;
     int64_t g0 = w->g_gt[g], G = w->g_gt[g + 1] - g0, k0 = w->g_dt[g];
-    /* _ignore = iscrowd or area outside the range; stable: not ignored first */
-    int64_t ns = 0, npig = 0;
-    for (int pass = 0; pass < 2; pass++) {
-        for (int64_t j = 0; j < G; j++) {
-            const coco_ann_t *an = &gt->anns[w->gt_idx[g0 + j]];
-            int ig = an->iscrowd || an->area < area_lo[a] || an->area > area_hi[a];
-            if (ig != pass) continue;
-            s->gs[ns] = j;
-            s->gig[ns] = (uint8_t)ig;
-            s->gcrowd[ns] = (uint8_t)an->iscrowd;
-            s->gid[ns] = an->id;
-            ns++;
-            npig += !ig;
-        }
+    /* _ignore = iscrowd or area outside the range (the JSON area field) */
+    int64_t npig = 0;
+    for (int64_t j = 0; j < G; j++) {
+        const coco_ann_t *an = &gt->anns[w->gt_idx[g0 + j]];
+        s->gig[j] = (uint8_t)(an->iscrowd || an->area < area_lo[a] || an->area > area_hi[a]);
+        s->gcrowd[j] = (uint8_t)an->iscrowd;
+        s->gid[j] = an->id;
+        npig += !s->gig[j];
     }
     uint16_t *hit = w->khit + k0 * COCO_A + a, *ign = w->kign + k0 * COCO_A + a;
-    for (int64_t d = 0; d < kd; d++) hit[d * COCO_A] = ign[d * COCO_A] = 0;
-    for (int t = 0; t < COCO_T; t++) {
-        double thr = coco_iou_thr(t);
-        if (thr > 1 - 1e-10) thr = 1 - 1e-10;
-        memset(s->gm, 0, G);
+    /* a detection without candidates is unmatched at every threshold:
+     * ignored exactly when its area is outside the range */
+    int64_t nm = 0;
+    for (int64_t d = 0; d < kd; d++) {
+        int out = s->darea[d] < area_lo[a] || s->darea[d] > area_hi[a];
+        hit[d * COCO_A] = 0;
+        ign[d * COCO_A] = out ? 0x3ff : 0;
+        if (s->c_off[d] != s->c_off[d + 1]) s->dm[nm++] = d;
+    }
+    for (int t = 0; t < COCO_T && nm; t++) {
+        if (G) memset(s->gm, 0, G);
         uint16_t bit = (uint16_t)(1u << t);
-        for (int64_t d = 0; d < kd; d++) {
-            double best = thr;
-            int64_t m = -1;
-            const double *row = s->iou + d * G;
-            for (int64_t q = 0; q < G; q++) {
-                if (s->gm[q] && !s->gcrowd[q]) continue;
-                if (m > -1 && !s->gig[m] && s->gig[q]) break;
-                double v = row[s->gs[q]];
-                if (v < best) continue;
-                best = v;     /* equal IoU: the later GT takes the match */
-                m = q;
-            }
-            if (m == -1) continue;
-            if (s->gig[m]) ign[d * COCO_A] |= bit;
+        for (int64_t q = 0; q < nm; q++) {
+            int64_t d = s->dm[q], m = match_one(s, d, iou_thr[t]);
+            if (m < 0) continue;           /* unmatched: as above */
+            uint16_t ig = ign[d * COCO_A] & (uint16_t)~bit;
+            if (s->gig[m]) ig |= bit;      /* a match takes its GT's ignore flag */
+            ign[d * COCO_A] = ig;
             if (s->gid[m] != 0) hit[d * COCO_A] |= bit;
+            /* a match to GT id 0 stays "dtm == 0": ignored when out of range */
+            else if (s->darea[d] < area_lo[a] || s->darea[d] > area_hi[a]) ign[d * COCO_A] |= bit;
             s->gm[m] = 1;
         }
-        /* unmatched (dtm == 0, so also a match to GT id 0) and outside the
-         * area range: ignored */
-        for (int64_t d = 0; d < kd; d++)
-            if (!(hit[d * COCO_A] & bit) &&
-                (s->darea[d] < area_lo[a] || s->darea[d] > area_hi[a]))
-                ign[d * COCO_A] |= bit;
     }
     return npig;
 }
@@ -270,7 +294,7 @@ static void eval_group(coco_work_t *w, scratch_t *s, int64_t g)
     const coco_det_t *dd = w->dets->d;
     const coco_gt_t *gt = w->gt;
     int64_t n = w->g_in[g + 1] - w->g_in[g], G = w->g_gt[g + 1] - w->g_gt[g];
-    int64_t k0 = w->g_dt[g], kd = w->g_dt[g + 1] - k0;
+    int64_t k0 = w->g_dt[g], kd = w->g_dt[g + 1] - k0, nc = 0;
     scratch_fit(s, n, G);
     const int64_t *in = w->in_idx + w->g_in[g];
     for (int64_t j = 0; j < n; j++) {
@@ -284,11 +308,17 @@ static void eval_group(coco_work_t *w, scratch_t *s, int64_t g)
         w->kscore[k0 + d] = x->score;
         w->krank[k0 + d] = (uint8_t)d;
         s->darea[d] = x->bbox[2] * x->bbox[3];
+        s->c_off[d] = nc;
         for (int64_t j = 0; j < G; j++) {
             const coco_ann_t *an = &gt->anns[w->gt_idx[w->g_gt[g] + j]];
-            s->iou[d * G + j] = bb_iou(x->bbox, an->bbox, an->iscrowd);
+            double v = bb_iou(x->bbox, an->bbox, an->iscrowd);
+            if (v >= iou_thr[0]) {
+                s->c_gt[nc] = j;
+                s->c_iou[nc++] = v;
+            }
         }
     }
+    s->c_off[kd] = nc;
     int64_t c = w->g_cat[g];
     for (int a = 0; a < COCO_A; a++) w->npig[c * COCO_A + a] += match_area(w, s, g, a, kd);
 }
@@ -308,6 +338,10 @@ int coco_work_build(coco_work_t *w, const coco_gt_t *gt, const coco_dets_t *d, i
     w->K = gt->ncat;
     w->I = gt->nimg;
     w->nthreads = nthreads < 1 ? 1 : nthreads;
+    for (int t = 0; t < COCO_T; t++) {
+        iou_thr[t] = coco_iou_thr(t);
+        if (iou_thr[t] > 1 - 1e-10) iou_thr[t] = 1 - 1e-10;
+    }
     if (d->n == 0)
         return BAD(e, "no detections: the results list is empty (pycocotools fails on it; "
                    "no stats are defined)");

@@ -199,6 +199,84 @@ int jsonpar_find_member(const char *buf, size_t len, size_t begin, const char *k
     }
 }
 
+/* ---- an arena for jansson while a chunk is alive ----
+ *
+ * A chunk's DOM is built, read once and dropped; glibc malloc/free of its
+ * millions of small nodes cost about as much as jansson's lexing. While a
+ * worker holds a chunk, jansson allocates from the worker's arena (bump
+ * allocation, free is a no-op) and the arena is reset after the chunk. At
+ * all other times, and on threads without an active arena, the functions
+ * below are plain malloc/free, so other jansson users are unaffected. */
+
+typedef struct arena {
+    char **blocks;
+    size_t *sizes;
+    int nblocks, cur;
+    size_t used;
+    int active;
+} arena_t;
+
+static _Thread_local arena_t tl_arena;
+
+enum { ARENA_BLOCK = 8 << 20 };
+
+static void *arena_malloc(size_t n)
+{
+    arena_t *a = &tl_arena;
+    if (!a->active) return malloc(n);
+    n = (n + 15) & ~(size_t)15;
+    while (a->cur < a->nblocks && a->used + n > a->sizes[a->cur]) {
+        a->cur++;
+        a->used = 0;
+    }
+    if (a->cur == a->nblocks) {
+        size_t sz = n > ARENA_BLOCK ? n : ARENA_BLOCK;
+        char *b = malloc(sz);
+        if (!b) return NULL;
+        a->blocks = realloc(a->blocks, (a->nblocks + 1) * sizeof *a->blocks);
+        a->sizes = realloc(a->sizes, (a->nblocks + 1) * sizeof *a->sizes);
+        if (!a->blocks || !a->sizes) abort();
+        a->blocks[a->nblocks] = b;
+        a->sizes[a->nblocks++] = sz;
+        a->used = 0;
+    }
+    void *p = a->blocks[a->cur] + a->used;
+    a->used += n;
+    return p;
+}
+
+static void arena_free(void *p)
+{
+    if (!tl_arena.active) free(p);
+}
+
+static void arena_begin(void)
+{
+    tl_arena.cur = 0;
+    tl_arena.used = 0;
+    tl_arena.active = 1;
+}
+
+static void arena_end(void)
+{
+    tl_arena.active = 0;
+}
+
+static void arena_release(void)
+{
+    for (int i = 0; i < tl_arena.nblocks; i++) free(tl_arena.blocks[i]);
+    free(tl_arena.blocks);
+    free(tl_arena.sizes);
+    memset(&tl_arena, 0, sizeof tl_arena);
+}
+
+static void install_arena(void)
+{
+    static atomic_int done;
+    if (atomic_exchange(&done, 1)) return;
+    json_set_alloc_funcs(arena_malloc, arena_free);
+}
+
 /* ---- parallel parsing ---- */
 
 typedef struct par_job {
@@ -232,8 +310,12 @@ static int parse_chunk(par_job_t *job, int64_t c, char **tmp, size_t *tmpcap, pe
     memcpy(*tmp + 1, a->buf + a->cbeg[c], n);
     (*tmp)[n + 1] = ']';
     chunk_map_t m = { a->cbeg[c] };
+    arena_begin();
     json_t *arr = jsonpar_load(*tmp, n + 2, a->what, a->buf, a->len, map_chunk_pos, &m, e);
-    if (!arr) return -1;
+    if (!arr) {
+        arena_end();
+        return -1;
+    }
     int64_t first = a->cfirst[c];
     int64_t count = (c + 1 < a->nchunks ? a->cfirst[c + 1] : a->n) - first;
     int rc = 0;
@@ -244,6 +326,7 @@ static int parse_chunk(par_job_t *job, int64_t c, char **tmp, size_t *tmpcap, pe
     for (int64_t i = 0; !rc && i < count; i++)
         rc = job->fn(json_array_get(arr, i), first + i, job->ctx, e);
     json_decref(arr);
+    arena_end();
     return rc;
 }
 
@@ -261,6 +344,7 @@ static void *par_worker(void *arg)
         }
     }
     free(tmp);
+    arena_release();
     return NULL;
 }
 
@@ -279,6 +363,7 @@ int jsonpar_parse(const jsonpar_array_t *a, int nthreads, jsonpar_elem_fn fn, vo
     if (nthreads < 1) nthreads = 1;
     /* jansson's hash seed must be set before threads use it */
     json_object_seed(0);
+    install_arena();
     pthread_t th[64];
     if (nthreads > 64) nthreads = 64;
     int started = 0;
