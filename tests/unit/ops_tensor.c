@@ -12,6 +12,7 @@
 #include <string.h>
 #include "tap.h"
 #include "ops/ops.h"
+#include "util/pool.h"
 
 /* ---- deterministic random numbers ---- */
 
@@ -170,11 +171,14 @@ static void test_transpose(void)
     }
     ok(good == total, "Transpose matches the naive permutation (%d/%d random cases)", good, total);
 
-    /* the common model shapes: tiled 2-D and row paths, every element size */
-    static const int64_t shapes[][4] = {{1, 256, 20, 20}, {2, 8, 400, 32}, {1, 3, 17, 129}};
+    /* the common model shapes: tiled 2-D and row paths, every element size,
+     * on one thread and on the pool (large copies are split into tasks) */
+    static const int64_t shapes[][4] = {{1, 256, 20, 20}, {2, 8, 400, 32}, {1, 3, 17, 129}, {1, 64, 80, 80}};
     static const int perms[][4] = {{0, 2, 3, 1}, {0, 3, 1, 2}, {0, 2, 1, 3}, {0, 1, 3, 2}, {3, 2, 1, 0}};
     good = total = 0;
-    for (int s = 0; s < 3; s++)
+    for (int th = 1; th <= 3; th += 2) {
+    pool_set_threads(th);
+    for (int s = 0; s < 4; s++)
         for (int p = 0; p < 5; p++)
             for (int ti = 0; ti < 4; ti++) {
                 tensor_t *x = random_tensor(types[ti], 4, shapes[s]), y = {0};
@@ -191,7 +195,9 @@ static void test_transpose(void)
                 tensor_free(x);
                 tensor_free_data(&y);
             }
-    ok(good == total, "Transpose on model shapes (%d/%d)", good, total);
+    }
+    pool_set_threads(1);
+    ok(good == total, "Transpose on model shapes, 1 and 3 threads (%d/%d)", good, total);
 
     /* errors: not a permutation, wrong length */
     int64_t dims[3] = {2, 3, 4}, bad1[3] = {0, 0, 1}, bad2[2] = {1, 0}, bad3[3] = {0, 1, 3};

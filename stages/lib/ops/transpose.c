@@ -5,11 +5,19 @@
  * adjacent in the input, so most real permutations shrink to 2-D or 3-D.
  * Then: when the innermost output axis is also innermost in the input, rows
  * are memcpy'd; otherwise the two axes that are innermost in input and output
- * are copied as 32x32 tiles, so both reads and writes stay in cache. */
+ * are copied in tiles, so both reads and writes stay in cache. Large copies
+ * are split into shape-determined tasks on the thread pool (util/pool.h). */
 #include <string.h>
 #include "ops/tensor_impl.h"
+#include "util/pool.h"
 
-enum { TILE = 32 };
+/* Tile of the tiled path: TA elements along the input's contiguous axis,
+ * TB along the output's (measured best on 6400x256 .. 80x80 float copies). */
+enum { TA = 64, TB = 32 };
+/* A task covers TA x BAND elements, so both tall and wide copies split. */
+enum { BAND = 256 };
+/* Below this many bytes a permutation runs on the calling thread. */
+#define PERM_PARALLEL_BYTES ((int64_t)1 << 18)
 
 /* Coalesced view: output axis k has size sz[k] and input stride st[k]. */
 typedef struct perm_view { int n; int64_t sz[TENSOR_MAX_DIMS], st[TENSOR_MAX_DIMS]; } perm_view_t;
@@ -34,14 +42,37 @@ static void perm_view(int ndim, const int64_t *dims, const int *perm, perm_view_
     }
 }
 
-/* Copies rows whose innermost axis is contiguous in both tensors. */
-static void permute_rows(char *dst, const char *src, size_t es, const perm_view_t *v)
+/* One permutation split into tasks whose bounds depend only on the shape. */
+typedef struct perm_job {
+    char *dst;
+    const char *src;
+    size_t es;
+    perm_view_t v;
+    int64_t per_task;        /* rows path: rows per task */
+    /* tiled path: the axes other than q (input-innermost) and the last */
+    int no;
+    int64_t oth[TENSOR_MAX_DIMS], oth_ist[TENSOR_MAX_DIMS], oth_ost[TENSOR_MAX_DIMS];
+    int64_t A, B, aos, bis, a_tiles, b_bands;
+} perm_job_t;
+
+/* Rows path task: rows whose innermost axis is contiguous in both tensors. */
+static void perm_rows_task(void *ctx, int64_t t)
 {
+    const perm_job_t *j = ctx;
+    const perm_view_t *v = &j->v;
     int m = v->n - 1;
-    size_t row = (size_t)v->sz[m] * es;
-    int64_t rows = prod_dims(v->sz, 0, m), idx[TENSOR_MAX_DIMS] = {0}, off = 0;
-    for (int64_t r = 0; r < rows; r++) {
-        memcpy(dst, src + off * (int64_t)es, row);
+    size_t row = (size_t)v->sz[m] * j->es;
+    int64_t rows = prod_dims(v->sz, 0, m), r0 = t * j->per_task;
+    int64_t r1 = r0 + j->per_task < rows ? r0 + j->per_task : rows, idx[TENSOR_MAX_DIMS], off = 0;
+    int64_t rem = r0;
+    for (int d = m - 1; d >= 0; d--) {
+        idx[d] = rem % v->sz[d];
+        rem /= v->sz[d];
+        off += idx[d] * v->st[d];
+    }
+    char *dst = j->dst + r0 * (int64_t)row;
+    for (int64_t r = r0; r < r1; r++) {
+        memcpy(dst, j->src + off * (int64_t)j->es, row);
         dst += row;
         for (int d = m - 1; d >= 0; d--) {   /* odometer, offset kept incrementally */
             if (++idx[d] < v->sz[d]) { off += v->st[d]; break; }
@@ -51,58 +82,84 @@ static void permute_rows(char *dst, const char *src, size_t es, const perm_view_
     }
 }
 
-/* Tiled copy: axis q is innermost in the input (stride 1), axis m = n-1 is
- * innermost in the output. The other axes are walked by an odometer. */
-static void permute_tiled(void *dst, const void *src, size_t es, const perm_view_t *v)
+/* Tiled path task: TA input-contiguous elements (axis q) by BAND elements of
+ * the output-innermost axis, for one combination of the other axes. */
+static void perm_tile_task(void *ctx, int64_t t)
 {
-    int n = v->n, m = n - 1, q = -1;
-    for (int k = 0; k < n; k++)
-        if (v->st[k] == 1) q = k;
-    int64_t ost[TENSOR_MAX_DIMS];
-    strides_of(v->sz, n, ost);
-    int64_t oth[TENSOR_MAX_DIMS], oth_ist[TENSOR_MAX_DIMS], oth_ost[TENSOR_MAX_DIMS];
-    int no = 0;
-    for (int k = 0; k < n; k++)
-        if (k != q && k != m) { oth[no] = v->sz[k]; oth_ist[no] = v->st[k]; oth_ost[no] = ost[k]; no++; }
-    const int64_t A = v->sz[q], B = v->sz[m], aos = ost[q], bis = v->st[m];
-    int64_t idx[TENSOR_MAX_DIMS] = {0};
-    for (;;) {
-        int64_t ib = 0, ob = 0;
-        for (int k = 0; k < no; k++) { ib += idx[k] * oth_ist[k]; ob += idx[k] * oth_ost[k]; }
-        DISPATCH_BYSIZE(es, {
-            const T *s = (const T *)src + ib;
-            T *d = (T *)dst + ob;
-            for (int64_t a0 = 0; a0 < A; a0 += TILE) {
-                int64_t a1 = a0 + TILE < A ? a0 + TILE : A;
-                for (int64_t b0 = 0; b0 < B; b0 += TILE) {
-                    int64_t b1 = b0 + TILE < B ? b0 + TILE : B;
-                    for (int64_t a = a0; a < a1; a++) {
-                        T *dr = d + a * aos;
-                        const T *sr = s + a;
-                        for (int64_t b = b0; b < b1; b++) dr[b] = sr[b * bis];
-                    }
-                }
-            }
-        }, (void)0);
-        if (!odo_next(idx, oth, no)) break;
+    const perm_job_t *j = ctx;
+    int64_t bb = (t % j->b_bands) * BAND;
+    t /= j->b_bands;
+    int64_t o = t / j->a_tiles, a0 = (t % j->a_tiles) * TA, ib = 0, ob = 0;
+    for (int k = j->no - 1; k >= 0; k--) {
+        int64_t i = o % j->oth[k];
+        o /= j->oth[k];
+        ib += i * j->oth_ist[k];
+        ob += i * j->oth_ost[k];
     }
+    const int64_t a1 = a0 + TA < j->A ? a0 + TA : j->A, aos = j->aos, bis = j->bis;
+    const int64_t B = bb + BAND < j->B ? bb + BAND : j->B;
+    DISPATCH_BYSIZE(j->es, {
+        const T *s = (const T *)j->src + ib;
+        T *d = (T *)j->dst + ob;
+        for (int64_t b0 = bb; b0 < B; b0 += TB) {
+            int64_t b1 = b0 + TB < B ? b0 + TB : B;
+            for (int64_t a = a0; a < a1; a++) {
+                T *dr = d + a * aos;
+                const T *sr = s + a;
+                for (int64_t b = b0; b < b1; b++) dr[b] = sr[b * bis];
+            }
+        }
+    }, (void)0);
+}
+
+static void run_tasks(int64_t n, void (*fn)(void *, int64_t), void *ctx, int64_t bytes)
+{
+    if (bytes >= PERM_PARALLEL_BYTES && n > 1) {
+        pool_for(n, fn, ctx);
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) fn(ctx, i);
 }
 
 void tn_permute(void *dst, const void *src, size_t es, int ndim,
-                   const int64_t *dims, const int *perm)
+                const int64_t *dims, const int *perm)
 {
-    int64_t total = prod_dims(dims, 0, ndim);
+    int64_t total = prod_dims(dims, 0, ndim), bytes = total * (int64_t)es;
     if (total == 0) return;
-    perm_view_t v;
-    perm_view(ndim, dims, perm, &v);
-    if (v.n == 0 || (v.n == 1 && v.st[0] == 1)) {
-        memcpy(dst, src, (size_t)total * es);
+    perm_job_t j = {.dst = dst, .src = src, .es = es};
+    perm_view_t *v = &j.v;
+    perm_view(ndim, dims, perm, v);
+    if (v->n == 0 || (v->n == 1 && v->st[0] == 1)) {
+        memcpy(dst, src, (size_t)bytes);
         return;
     }
-    if (v.st[v.n - 1] == 1)
-        permute_rows(dst, src, es, &v);
-    else
-        permute_tiled(dst, src, es, &v);
+    int m = v->n - 1;
+    if (v->st[m] == 1) {
+        /* tasks of about 64 KiB of rows */
+        int64_t rows = prod_dims(v->sz, 0, m), row = v->sz[m] * (int64_t)es;
+        j.per_task = row >= 65536 ? 1 : 65536 / row;
+        run_tasks((rows + j.per_task - 1) / j.per_task, perm_rows_task, &j, bytes);
+        return;
+    }
+    int q = -1;
+    for (int k = 0; k < v->n; k++)
+        if (v->st[k] == 1) q = k;
+    int64_t ost[TENSOR_MAX_DIMS];
+    strides_of(v->sz, v->n, ost);
+    for (int k = 0; k < v->n; k++)
+        if (k != q && k != m) {
+            j.oth[j.no] = v->sz[k];
+            j.oth_ist[j.no] = v->st[k];
+            j.oth_ost[j.no] = ost[k];
+            j.no++;
+        }
+    j.A = v->sz[q];
+    j.B = v->sz[m];
+    j.aos = ost[q];
+    j.bis = v->st[m];
+    j.a_tiles = (j.A + TA - 1) / TA;
+    j.b_bands = (j.B + BAND - 1) / BAND;
+    run_tasks(prod_dims(j.oth, 0, j.no) * j.a_tiles * j.b_bands, perm_tile_task, &j, bytes);
 }
 
 /* Reads and validates Transpose's perm (default: reversed axes). */
