@@ -241,6 +241,16 @@ check("identical with NaN and Inf: equal with --nan-equal --inf-equal", c, c, "-
       nan_eq=True, inf_eq=True)
 check("values beyond the FP16 range are counted", b[np.isfinite(b)], b[np.isfinite(b)] * 1.5, atol=1e-5, rtol=1e-5)
 
+# large: vectorised blocks and scalar blocks (those holding NaN/Inf) together
+b3 = rng.standard_normal(300000).astype(np.float32)
+a3 = (b3 + rng.standard_normal(300000).astype(np.float32) * 1e-3).astype(np.float32)
+a3[150000], a3[200001], b3[250002] = np.nan, np.inf, np.inf
+check("float32 n=300000 with NaN and Inf in three blocks", a3, b3, "--atol", "1e-3", atol=1e-3)
+a3[150000], a3[200001], b3[250002] = 3e38, 3e38, -3e38       # |a-b| overflows to inf in one block
+check("float32 n=300000, |a-b| overflowing in one block", a3, b3, "--atol", "1e-3", atol=1e-3)
+a3[250002] = b3[250002] = 0
+check("float32 n=300000, finite except one block of large values", a3, b3, "--atol", "1e-3", atol=1e-3)
+
 check("empty tensor", np.zeros((0, 3), np.float32), np.zeros((0, 3), np.float32))
 check("scalar", np.array(1.5, np.float32), np.array(1.25, np.float32), "--atol", "0.1", atol=0.1)
 check("scalar within tolerance", np.array(1.5, np.float32), np.array(1.25, np.float32), "--atol", "0.3", atol=0.3)

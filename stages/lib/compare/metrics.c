@@ -8,66 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include "compare/metrics.h"
-#include "compare/select.h"
+#include "compare/metrics_impl.h"
 
-/* Below this many elements the keys are kept and quickselected: clearing
- * the radix histograms would cost more than the selection. */
-#define SMALL_N 65536
-
-typedef struct pass_cfg {
-    double atol, rtol;
-    cmp_rule_t rule;
-    int nan_equal, inf_equal, ref_float;
-} pass_cfg_t;
-
-typedef struct dacc {
-    double sum, min, max, fmin, fmax;
-    int64_t argmin, argmax, nan, first_nan, inf;
-} dacc_t;
-
-typedef struct vacc {
-    double sum, min, max;
-    int64_t fin, nan, pinf, ninf;
-} vacc_t;
-
-typedef struct acc {
-    vacc_t va, vb;
-    dacc_t da, dr;
-    double sab, saa, sbb, snoise;
-    int64_t fpairs, beyond16, mism, first_mism;
-    double aar, raa;          /* atol at rtol, rtol at atol */
-    int aar_nan, raa_nan;
-} acc_t;
-
-typedef struct hbins {
-    double lo, hi, norm, edges[CMP_HIST_BINS + 1];
-} hbins_t;
-
-typedef struct pass2 {
-    double mean_abs, mean_rel;
-    int want_std_abs, want_std_rel;
-    double sq_abs, sq_rel;
-    hbins_t bins;
-    int64_t hist[CMP_HIST_BINS], hist_nonfinite;
-    const int8_t *slot_a, *slot_r;
-    uint32_t *h1a, *h1r;
-} pass2_t;
-
-typedef struct deep_slots {
-    int n;
-    uint64_t prefix[SEL_MAX_RANKS];
-    uint32_t *hist;
-} deep_slots_t;
-
-struct cmp_work {
-    uint32_t *h0[2], *h1[2];  /* [2][65536], [2][SEL_MAX_RANKS * 65536] */
-    int8_t *slot[2];          /* [2][65536] */
-    uint64_t *keys[2];        /* [2][SMALL_N] */
-};
-
-/* numpy.histogram's bins: edges from linspace, the index computed then
- * corrected against the edges, the last bin closed on the right. */
-static void hist_setup(hbins_t *h, double lo, double hi)
+void hist_setup(hbins_t *h, double lo, double hi)
 {
     if (lo == hi) {
         lo -= 0.5;
@@ -80,16 +23,6 @@ static void hist_setup(hbins_t *h, double lo, double hi)
         h->edges[i] = step == 0 ? ((double)i / CMP_HIST_BINS) * delta + lo : (double)i * step + lo;
     h->edges[CMP_HIST_BINS] = hi;
     h->norm = CMP_HIST_BINS / delta;
-}
-
-static inline int hist_bin(const hbins_t *h, double x)
-{
-    double f = (x - h->lo) * h->norm;
-    int i = f >= CMP_HIST_BINS ? CMP_HIST_BINS : f > 0 ? (int)f : 0;
-    if (i == CMP_HIST_BINS) i--;
-    if (x < h->edges[i] && i > 0) i--;
-    else if (i != CMP_HIST_BINS - 1 && x >= h->edges[i + 1]) i++;
-    return i;
 }
 
 #define KT float
@@ -124,6 +57,7 @@ cmp_work_t *cmp_work_new(void)
         w->h1[i] = xmalloc((size_t)SEL_MAX_RANKS * SEL_DIGITS * sizeof(uint32_t));
         w->slot[i] = xmalloc(SEL_DIGITS);
         w->keys[i] = xmalloc(SMALL_N * sizeof(uint64_t));
+        w->blk[i] = xmalloc(FAST_BLOCK * sizeof(float));
     }
     return w;
 }
@@ -136,6 +70,7 @@ void cmp_work_free(cmp_work_t *w)
         free(w->h1[i]);
         free(w->slot[i]);
         free(w->keys[i]);
+        free(w->blk[i]);
     }
     free(w);
 }
@@ -337,6 +272,45 @@ static int compute_type(const tensor_t *a, const tensor_t *b)
     return fa && fb ? DT_FLOAT : DT_DOUBLE;
 }
 
+/* Float32 pass 1 by blocks: the vectorised path where the block is finite,
+ * then the block's radix digits (or keys) from its differences. */
+static void pass1_blocks(const float *A, const float *B, int64_t n, const pass_cfg_t *c, acc_t *s, cmp_work_t *w,
+                         uint64_t *ka, uint64_t *kr)
+{
+    float *adb = w->blk[0], *rdb = w->blk[1];
+    uint32_t *h0a = w->h0[0], *h0r = w->h0[1];
+    for (int64_t begin = 0; begin < n; begin += FAST_BLOCK) {
+        int len = n - begin < FAST_BLOCK ? (int)(n - begin) : FAST_BLOCK;
+        if (len % 4 || !fast32_pass1(A, B, begin, len, c, s, adb, rdb)) {
+            pass1_f32(A, B, begin, begin + len, c, s, h0a, h0r, ka, kr);
+            continue;
+        }
+        for (int i = 0; i < len; i++) {
+            uint32_t x, y;
+            memcpy(&x, &adb[i], 4);
+            memcpy(&y, &rdb[i], 4);
+            if (ka) {
+                ka[begin + i] = x;
+                kr[begin + i] = y;
+            } else {
+                h0a[x >> 16]++;
+                h0r[y >> 16]++;
+            }
+        }
+    }
+}
+
+static void pass2_blocks(const float *A, const float *B, int64_t n, const pass_cfg_t *c, pass2_t *p, cmp_work_t *w)
+{
+    float thr[CMP_HIST_BINS + 1];
+    fast32_thresholds(&p->bins, thr);
+    for (int64_t begin = 0; begin < n; begin += FAST_BLOCK) {
+        int len = n - begin < FAST_BLOCK ? (int)(n - begin) : FAST_BLOCK;
+        if (len % 4 || !fast32_pass2(A, B, begin, len, c, p, thr, w->blk[0], w->blk[1]))
+            pass2_f32(A, B, begin, begin + len, c, p);
+    }
+}
+
 /* Runs the passes on data already in the compute type. */
 static void run_passes(const void *A, const void *B, int64_t n, int is_f32, const pass_cfg_t *c,
                        const cmp_tol_t *tol, cmp_work_t *w, cmp_stats_t *st)
@@ -354,8 +328,9 @@ static void run_passes(const void *A, const void *B, int64_t n, int is_f32, cons
         memset(w->h0[1], 0, SEL_DIGITS * sizeof(uint32_t));
     }
     uint64_t *ka = small ? w->keys[0] : NULL, *kr = small ? w->keys[1] : NULL;
-    if (is_f32) pass1_f32(A, B, n, c, &s, w->h0[0], w->h0[1], ka, kr);
-    else pass1_f64(A, B, n, c, &s, w->h0[0], w->h0[1], ka, kr);
+    if (is_f32 && c->rule == CMP_RULE_POLYGRAPHY) pass1_blocks(A, B, n, c, &s, w, ka, kr);
+    else if (is_f32) pass1_f32(A, B, 0, n, c, &s, w->h0[0], w->h0[1], ka, kr);
+    else pass1_f64(A, B, 0, n, c, &s, w->h0[0], w->h0[1], ka, kr);
 
     finish_values(&s.va, &st->a);
     finish_values(&s.vb, &st->b);
@@ -408,8 +383,8 @@ static void run_passes(const void *A, const void *B, int64_t n, int is_f32, cons
         p.h1a = w->h1[0];
         p.h1r = w->h1[1];
     }
-    if (is_f32) pass2_f32(A, B, n, c, &p);
-    else pass2_f64(A, B, n, c, &p);
+    if (is_f32) pass2_blocks(A, B, n, c, &p, w);
+    else pass2_f64(A, B, 0, n, c, &p);
     if (p.want_std_abs) st->abs.std = sqrt(p.sq_abs / (double)n);
     if (p.want_std_rel) st->rel.std = sqrt(p.sq_rel / (double)n);
     st->hist_lo = p.bins.lo;

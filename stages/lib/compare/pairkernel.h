@@ -70,12 +70,12 @@ static inline void KFN(acc_side_)(vacc_t *V, KT x)
 
 /* Pass 1: every sum, count, extreme and the element rule; the first radix
  * digit (large tensors) or the keys themselves (small ones). */
-static void KFN(pass1_)(const KT *A, const KT *B, int64_t n, const pass_cfg_t *c, acc_t *s,
+static void KFN(pass1_)(const KT *A, const KT *B, int64_t begin, int64_t end, const pass_cfg_t *c, acc_t *s,
                         uint32_t *h0a, uint32_t *h0r, uint64_t *ka, uint64_t *kr)
 {
     const KT atol = (KT)c->atol, rtol = (KT)c->rtol;
     const int poly = c->rule == CMP_RULE_POLYGRAPHY;
-    for (int64_t i = 0; i < n; i++) {
+    for (int64_t i = begin; i < end; i++) {
         KT a = A[i], b = B[i], ad, rd;
         int special;
         KFN(diff_)(a, b, c, &ad, &rd, &special);
@@ -131,10 +131,10 @@ static void KFN(pass1_)(const KT *A, const KT *B, int64_t n, const pass_cfg_t *c
 
 /* Pass 2: the spread around the mean, the histogram of finite |a-b|, and
  * the second radix digit of the targets' bins (slot maps from pass 1). */
-static void KFN(pass2_)(const KT *A, const KT *B, int64_t n, const pass_cfg_t *c, pass2_t *p)
+static void KFN(pass2_)(const KT *A, const KT *B, int64_t begin, int64_t end, const pass_cfg_t *c, pass2_t *p)
 {
     const double ma = p->mean_abs, mr = p->mean_rel;
-    for (int64_t i = 0; i < n; i++) {
+    for (int64_t i = begin; i < end; i++) {
         KT ad, rd;
         int special;
         KFN(diff_)(A[i], B[i], c, &ad, &rd, &special);
