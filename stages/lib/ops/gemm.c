@@ -1,12 +1,13 @@
 /* gemm.c — MatMul and Gemm, and the BLAS wrapper the whole NN family uses.
- * Float types go to OpenBLAS (sgemm/dgemm: deterministic whatever the
- * thread count); integer types use a plain loop with wrap-around uint64
+ * Float types go to OpenBLAS (float through blas.c's deterministic tiling,
+ * double single-threaded); integer types use a plain loop with wrap-around uint64
  * arithmetic, which is what two's-complement hardware gives and never UB. */
 #include <limits.h>
 #include <math.h>
 #include <string.h>
 #include <cblas.h>
 #include "ops/nn_impl.h"
+#include "ops/blas.h"
 
 static int fits_int(int64_t v) { return v >= 0 && v <= INT_MAX; }
 
@@ -37,8 +38,7 @@ int nn_gemm(dtype_t dt, int trans_a, int trans_b, int64_t m, int64_t n, int64_t 
     if (ldb < 1) ldb = 1;
     if (ldc < 1) ldc = 1;
     if (dt == DT_FLOAT)
-        cblas_sgemm(CblasRowMajor, ta, tb, (int)m, (int)n, (int)k, (float)alpha, a, (int)lda,
-                    b, (int)ldb, (float)beta, cmat, (int)ldc);
+        blas_sgemm(trans_a, trans_b, m, n, k, (float)alpha, a, lda, b, ldb, (float)beta, cmat, ldc);
     else if (dt == DT_DOUBLE)
         cblas_dgemm(CblasRowMajor, ta, tb, (int)m, (int)n, (int)k, alpha, a, (int)lda,
                     b, (int)ldb, beta, cmat, (int)ldc);

@@ -163,9 +163,9 @@ int instancenorm_run(op_ctx_t *c)
             double var;
             MEAN_VAR(T, xr, sz, mean, var);
             double a = sc[p % ch] / sqrt(var + eps);
-            T ta = (T)a;
-            T tb = (T)(bi[p % ch] - mean * a);
-            for (int64_t i = 0; i < sz; i++) yr[i] = xr[i] * ta + tb;
+            double b = bi[p % ch];
+            /* centred in double: x - mean cancels when the offset is large */
+            for (int64_t i = 0; i < sz; i++) yr[i] = (T)((xr[i] - mean) * a + b);
         }
     }, (void)0);
     free(sc); free(bi);
@@ -251,13 +251,6 @@ int layernorm_run(op_ctx_t *c)
     double *bi = b ? expand_tail(b, x, p.axis, p.inner) : NULL;
     tensor_t *mo = c->n_out > 1 ? c->out[1] : NULL, *io = c->n_out > 2 ? c->out[2] : NULL;
     DISPATCH_FLOAT(x->dtype, {
-        /* Parameters in the input type: the per-element work stays in T. */
-        T *tsc = xmalloc((size_t)(p.inner ? p.inner : 1) * sizeof(T));
-        T *tbi = xmalloc((size_t)(p.inner ? p.inner : 1) * sizeof(T));
-        for (int64_t i = 0; i < p.inner; i++) {
-            tsc[i] = (T)sc[i];
-            tbi[i] = bi ? (T)bi[i] : (T)0;
-        }
         for (int64_t r = 0; r < p.outer; r++) {
             const T *xr = (const T *)x->data + r * p.inner;
             T *yr = (T *)c->out[0]->data + r * p.inner;
@@ -265,14 +258,14 @@ int layernorm_run(op_ctx_t *c)
             double var;
             MEAN_VAR(T, xr, p.inner, mean, var);
             double inv = 1.0 / sqrt(var + eps);
-            T tm = (T)mean;
-            T ti = (T)inv;
-            for (int64_t i = 0; i < p.inner; i++) yr[i] = (xr[i] - tm) * ti * tsc[i] + tbi[i];
+            /* centred in double: x - mean cancels when the offset is large */
+            if (bi)
+                for (int64_t i = 0; i < p.inner; i++) yr[i] = (T)((xr[i] - mean) * inv * sc[i] + bi[i]);
+            else
+                for (int64_t i = 0; i < p.inner; i++) yr[i] = (T)((xr[i] - mean) * inv * sc[i]);
             if (mo) tensor_set_f64(mo, r, mean);
             if (io) tensor_set_f64(io, r, inv);
         }
-        free(tsc);
-        free(tbi);
     }, (void)0);
     free(sc);
     free(bi);

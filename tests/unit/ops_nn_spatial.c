@@ -1,0 +1,350 @@
+/* ops_nn_spatial.c — checks the NN family's window, norm and sampling
+ * kernels: MaxPool (Indices, storage_order, dilations) and AveragePool
+ * (count_include_pad, ceil_mode) against window loops; LayerNormalization
+ * and BatchNormalization against the formulas in double; Resize against
+ * values derived by hand from the spec's coordinate formulas (the numbers
+ * below are worked out in the comments next to them) and a direct
+ * trilinear loop; GridSample against PyTorch's bilinear formula written out;
+ * and that bad input fails cleanly. */
+#include "nn_testutil.h"
+
+/* ---- pools ---- */
+
+/* Direct 2-D pool of one plane: kind 0 max (with flat argmax), 1 avg. */
+static void naive_pool(const tensor_t *x, int kind, const int64_t *k, const int64_t *s, const int64_t *d,
+                       const int64_t *pads, int include_pad, int64_t oh, int64_t ow, double *want, int64_t *arg,
+                       int col_major)
+{
+    int64_t N = x->dims[0] * x->dims[1], H = x->dims[2], W = x->dims[3];
+    for (int64_t p = 0; p < N; p++)
+        for (int64_t i = 0; i < oh; i++)
+            for (int64_t j = 0; j < ow; j++) {
+                double best = -INFINITY, sum = 0;
+                int64_t cnt = 0, cnt_pad = 0, bi = -1;
+                for (int64_t a = 0; a < k[0]; a++)
+                    for (int64_t b = 0; b < k[1]; b++) {
+                        int64_t y = i * s[0] - pads[0] + a * d[0], xx = j * s[1] - pads[1] + b * d[1];
+                        if (y >= -pads[0] && y < H + pads[2] && xx >= -pads[1] && xx < W + pads[3]) cnt_pad++;
+                        if (y < 0 || y >= H || xx < 0 || xx >= W) continue;
+                        double v = tensor_get_f64(x, (p * H + y) * W + xx);
+                        cnt++;
+                        sum += v;
+                        if (v > best) {
+                            best = v;
+                            bi = col_major ? p * H * W + xx * H + y : (p * H + y) * W + xx;
+                        }
+                    }
+                int64_t o = (p * oh + i) * ow + j;
+                want[o] = kind == 0 ? best : sum / (double)(include_pad ? cnt_pad : cnt);
+                if (arg) arg[o] = bi;
+            }
+}
+
+static void test_pools(void)
+{
+    int64_t xd[4] = {2, 3, 7, 8};
+    tensor_t *x = random_tensor(DT_FLOAT, 4, xd, -1, 1);
+    perr_t e;
+    /* MaxPool 3x2, stride 2x3, dilation 2x1, pads (1,0,2,1), Indices in both storage orders */
+    int64_t k[2] = {3, 2}, s[2] = {2, 3}, d[2] = {2, 1}, pads[4] = {1, 0, 2, 1};
+    int64_t oh = (7 + 3 - 5) / 2 + 1, ow = (8 + 1 - 2) / 3 + 1, od[4] = {2, 3, oh, ow};
+    for (int order = 0; order < 2; order++) {
+        tnode_t t;
+        node_init(&t, "MaxPool", 12, 1, 2);
+        set_ints(&t, "kernel_shape", 2, k);
+        set_ints(&t, "strides", 2, s);
+        set_ints(&t, "dilations", 2, d);
+        set_ints(&t, "pads", 4, pads);
+        set_int(&t, "storage_order", order);
+        const tensor_t *in[1] = {x};
+        tensor_t y = {0}, ind = {0}, *out[2] = {&y, &ind};
+        int rc = run_node(&t, in, out, &e);
+        if (rc) diag("MaxPool: %s", e.msg);
+        double *want = calloc((size_t)(6 * oh * ow), sizeof *want);
+        int64_t *arg = calloc((size_t)(6 * oh * ow), sizeof *arg);
+        naive_pool(x, 0, k, s, d, pads, 0, oh, ow, want, arg, order);
+        double err = rc ? INFINITY : max_err(&y, want, 4, od);
+        int same = !rc && ind.dtype == DT_INT64;
+        for (int64_t i = 0; same && i < 6 * oh * ow; i++) same = ((int64_t *)ind.data)[i] == arg[i];
+        ok(err == 0 && same, "MaxPool dilated, strided, padded, storage_order %d: values and Indices", order);
+        free(want); free(arg);
+        tensor_free_data(&y); tensor_free_data(&ind);
+    }
+    /* AveragePool 3x3 stride 2 pads 1, ceil_mode, with and without count_include_pad */
+    int64_t k3[2] = {3, 3}, s2[2] = {2, 2}, d1[2] = {1, 1}, p1[4] = {1, 1, 1, 1};
+    for (int inc = 0; inc < 2; inc++) {
+        tnode_t t;
+        node_init(&t, "AveragePool", 11, 1, 1);
+        set_ints(&t, "kernel_shape", 2, k3);
+        set_ints(&t, "strides", 2, s2);
+        set_ints(&t, "pads", 4, p1);
+        set_int(&t, "ceil_mode", 1);
+        set_int(&t, "count_include_pad", inc);
+        const tensor_t *in[1] = {x};
+        tensor_t y = {0}, *out[1] = {&y};
+        int rc = run_node(&t, in, out, &e);
+        if (rc) diag("AveragePool: %s", e.msg);
+        /* ceil((7+2-3)/2)+1 = 4 rows; ceil((8+2-3)/2)+1 = 5 columns, the last
+         * starting at 7 < 8+1, inside the input: kept */
+        int64_t ah = 4, aw = 5, ad[4] = {2, 3, ah, aw};
+        double *want = calloc((size_t)(6 * ah * aw), sizeof *want);
+        naive_pool(x, 1, k3, s2, d1, p1, inc, ah, aw, want, NULL, 0);
+        double err = rc ? INFINITY : max_err(&y, want, 4, ad);
+        ok(err < 1e-6, "AveragePool ceil_mode, count_include_pad=%d: max error %.3g", inc, err);
+        free(want);
+        tensor_free_data(&y);
+    }
+    /* a kernel larger than the padded input is refused */
+    tnode_t t;
+    node_init(&t, "MaxPool", 12, 1, 1);
+    int64_t kbig[2] = {9, 2};
+    set_ints(&t, "kernel_shape", 2, kbig);
+    const tensor_t *in[1] = {x};
+    tensor_t y = {0}, *out[1] = {&y};
+    ok(run_node(&t, in, out, &e) != 0 && strstr(e.msg, "larger than the padded input"),
+       "MaxPool with a kernel larger than the input is refused: %s", e.msg);
+    tensor_free(x);
+}
+
+/* ---- norms ---- */
+
+static void test_layernorm(void)
+{
+    int64_t xd[3] = {3, 4, 5}, sd[2] = {4, 5}, bd[1] = {5};
+    tensor_t *x = random_tensor(DT_FLOAT, 3, xd, 100, 101);   /* large offset: the two-pass variance matters */
+    tensor_t *sc = random_tensor(DT_FLOAT, 2, sd, 0.5, 2), *b = random_tensor(DT_FLOAT, 1, bd, -1, 1);
+    tnode_t t;
+    node_init(&t, "LayerNormalization", 17, 3, 3);
+    set_int(&t, "axis", 1);
+    set_float(&t, "epsilon", 1e-3f);
+    const tensor_t *in[3] = {x, sc, b};
+    tensor_t y = {0}, mean = {0}, inv = {0}, *out[3] = {&y, &mean, &inv};
+    perr_t e;
+    int rc = run_node(&t, in, out, &e);
+    if (rc) diag("LayerNormalization: %s", e.msg);
+    double want[60], wm[3], wi[3];
+    for (int r = 0; r < 3; r++) {
+        double m = 0, v = 0;
+        for (int i = 0; i < 20; i++) m += tensor_get_f64(x, r * 20 + i);
+        m /= 20;
+        for (int i = 0; i < 20; i++) v += pow(tensor_get_f64(x, r * 20 + i) - m, 2);
+        v /= 20;
+        wm[r] = m;
+        wi[r] = 1 / sqrt(v + (double)1e-3f);
+        for (int i = 0; i < 20; i++)
+            want[r * 20 + i] = (tensor_get_f64(x, r * 20 + i) - m) * wi[r] * tensor_get_f64(sc, i) + tensor_get_f64(b, i % 5);
+    }
+    double err = rc ? INFINITY : max_err(&y, want, 3, xd);
+    double errm = rc ? INFINITY : max_err(&mean, wm, 3, (int64_t[]){3, 1, 1});
+    double erri = rc ? INFINITY : max_err(&inv, wi, 3, (int64_t[]){3, 1, 1});
+    ok(err < 2e-5 && errm < 1e-6 && erri < 1e-6, "LayerNormalization axis 1, broadcast B, Mean/InvStdDev: errors %.3g %.3g %.3g",
+       err, errm, erri);
+    tensor_free(x); tensor_free(sc); tensor_free(b);
+    tensor_free_data(&y); tensor_free_data(&mean); tensor_free_data(&inv);
+}
+
+static void test_batchnorm(void)
+{
+    int64_t xd[4] = {2, 3, 2, 3}, cd = 3;
+    tensor_t *x = random_tensor(DT_DOUBLE, 4, xd, -2, 2), *p[4];
+    for (int i = 0; i < 4; i++) p[i] = random_tensor(DT_DOUBLE, 1, &cd, i == 3 ? 0.5 : -1, 1.5);
+    tnode_t t;
+    node_init(&t, "BatchNormalization", 15, 5, 1);
+    const tensor_t *in[5] = {x, p[0], p[1], p[2], p[3]};
+    tensor_t y = {0}, *out[1] = {&y};
+    perr_t e;
+    int rc = run_node(&t, in, out, &e);
+    double want[36];
+    for (int i = 0; i < 36; i++) {
+        int c = (i / 6) % 3;
+        want[i] = tensor_get_f64(p[0], c) * (tensor_get_f64(x, i) - tensor_get_f64(p[2], c)) /
+                  sqrt(tensor_get_f64(p[3], c) + (double)1e-5f) + tensor_get_f64(p[1], c);
+    }
+    double err = rc ? INFINITY : max_err(&y, want, 4, xd);
+    ok(err < 1e-12, "BatchNormalization inference (float64): max error %.3g", err);
+    tensor_free(x);
+    for (int i = 0; i < 4; i++) tensor_free(p[i]);
+    tensor_free_data(&y);
+}
+
+/* ---- Resize ---- */
+
+static tensor_t *values(int nd, const int64_t *dims, const double *v)
+{
+    perr_t e = {0};
+    tensor_t *t = tensor_new(DT_FLOAT, nd, dims, &e);
+    for (int64_t i = 0; i < tensor_numel(t); i++) tensor_set_f64(t, i, v[i]);
+    return t;
+}
+
+/* Runs Resize-13 with scales (nscales > 0) or sizes, attributes as pairs. */
+static int resize(const tensor_t *x, const double *scales, const int64_t *sizes, const double *roi,
+                  const char *mode, const char *ctm, tensor_t *y, perr_t *e)
+{
+    int nd = x->ndim;
+    int64_t n1 = nd, n2 = 2 * nd;
+    tensor_t *sc = scales ? values(1, &n1, scales) : NULL, *sz = NULL, *r = roi ? values(1, &n2, roi) : NULL;
+    if (sizes) {
+        sz = tensor_new(DT_INT64, 1, &n1, e);
+        memcpy(sz->data, sizes, (size_t)nd * sizeof *sizes);
+    }
+    tnode_t t;
+    node_init(&t, "Resize", 13, 4, 1);
+    set_str(&t, "mode", mode);
+    set_str(&t, "coordinate_transformation_mode", ctm);
+    set_float(&t, "extrapolation_value", 9.0f);
+    const tensor_t *in[4] = {x, r, sc, sz};
+    tensor_t *out[1] = {y};
+    int rc = run_node(&t, in, out, e);
+    tensor_free(sc); tensor_free(sz); tensor_free(r);
+    return rc;
+}
+
+static void check_resize(const char *name, const tensor_t *x, const double *scales, const int64_t *sizes,
+                         const double *roi, const char *mode, const char *ctm, int nd, const int64_t *od,
+                         const double *want)
+{
+    tensor_t y = {0};
+    perr_t e;
+    int rc = resize(x, scales, sizes, roi, mode, ctm, &y, &e);
+    if (rc) diag("%s: %s", name, e.msg);
+    double err = rc ? INFINITY : max_err(&y, want, nd, od);
+    ok(err < 1e-6, "Resize %s: max error %.3g", name, err);
+    tensor_free_data(&y);
+}
+
+static void test_resize(void)
+{
+    int64_t d22[4] = {1, 1, 2, 2};
+    tensor_t *x22 = values(4, d22, (double[]){1, 2, 3, 4});
+    /* half_pixel 2 -> 4: source coordinates (x + 0.5) / 2 - 0.5 = -0.25, 0.25,
+     * 0.75, 1.25; clamped, each axis gives [a, .75a+.25b, .25a+.75b, b] */
+    static const double up[16] = {1, 1.25, 1.75, 2, 1.5, 1.75, 2.25, 2.5, 2.5, 2.75, 3.25, 3.5, 3, 3.25, 3.75, 4};
+    int64_t d44[4] = {1, 1, 4, 4};
+    check_resize("bilinear half_pixel 2x2 -> 4x4 (scales)", x22, (double[]){1, 1, 2, 2}, NULL, NULL, "linear",
+                 "half_pixel", 4, d44, up);
+    check_resize("bilinear half_pixel 2x2 -> 4x4 (sizes)", x22, NULL, d44, NULL, "linear", "half_pixel", 4, d44, up);
+    /* align_corners 2 -> 3: coordinates 0, 0.5, 1 */
+    int64_t d33[4] = {1, 1, 3, 3};
+    check_resize("bilinear align_corners 2x2 -> 3x3", x22, NULL, d33, NULL, "linear", "align_corners", 4, d33,
+                 (double[]){1, 1.5, 2, 2, 2.5, 3, 3, 3.5, 4});
+    /* nearest, half_pixel, round_prefer_floor: -0.25, 0.25, 0.75, 1.25 -> 0, 0, 1, 1 */
+    check_resize("nearest 2x upsample", x22, (double[]){1, 1, 2, 2}, NULL, NULL, "nearest", "half_pixel", 4, d44,
+                 (double[]){1, 1, 2, 2, 1, 1, 2, 2, 3, 3, 4, 4, 3, 3, 4, 4});
+    /* half_pixel 4 -> 2 of 1..16: coordinates 0.5 and 2.5: means of 2x2 blocks */
+    int64_t d4[4] = {1, 1, 4, 4};
+    double seq[16];
+    for (int i = 0; i < 16; i++) seq[i] = i + 1;
+    tensor_t *x44 = values(4, d4, seq);
+    check_resize("bilinear half_pixel 4x4 -> 2x2", x44, (double[]){1, 1, 0.5, 0.5}, NULL, NULL, "linear",
+                 "half_pixel", 4, d22, (double[]){3.5, 5.5, 11.5, 13.5});
+    /* asymmetric 3 -> 6 along W: coordinates x / 2 = 0 .. 2.5 */
+    int64_t d13[4] = {1, 1, 1, 3}, d16[4] = {1, 1, 1, 6}, d14[4] = {1, 1, 1, 4}, d1x3[4] = {1, 1, 1, 3};
+    tensor_t *x13 = values(4, d13, (double[]){0, 10, 20});
+    check_resize("linear asymmetric 1-D", x13, (double[]){1, 1, 1, 2}, NULL, NULL, "linear", "asymmetric", 4, d16,
+                 (double[]){0, 5, 10, 15, 20, 20});
+    /* tf_crop_and_resize, W roi [-0.5, 1.5] over 4 values, 3 outputs:
+     * -0.5*3 + x*2*3/2 = -1.5, 1.5, 4.5: outside, 2.5 (between 2 and 3), outside */
+    tensor_t *x14 = values(4, d14, (double[]){1, 2, 3, 4});
+    check_resize("tf_crop_and_resize extrapolation", x14, NULL, d1x3, (double[]){0, 0, 0, -0.5, 1, 1, 1, 1.5},
+                 "linear", "tf_crop_and_resize", 4, d1x3, (double[]){9, 2.5, 9});
+
+    /* general N-D path: every axis interpolated (align_corners), trilinear loop */
+    int64_t d3[3] = {2, 3, 4}, o3[3] = {3, 5, 7};
+    tensor_t *x3 = random_tensor(DT_FLOAT, 3, d3, -1, 1);
+    double want[105];
+    for (int a = 0; a < 3; a++)
+        for (int b = 0; b < 5; b++)
+            for (int c = 0; c < 7; c++) {
+                double ca = a * 1.0 / 2, cb = b * 2.0 / 4, cc = c * 3.0 / 6;   /* x*(in-1)/(out-1) */
+                int a0 = (int)floor(ca), b0 = (int)floor(cb), c0 = (int)floor(cc);
+                double acc = 0;
+                for (int i = 0; i < 2; i++)
+                    for (int j = 0; j < 2; j++)
+                        for (int k = 0; k < 2; k++) {
+                            int ia = a0 + i > 1 ? 1 : a0 + i, ib = b0 + j > 2 ? 2 : b0 + j, ic = c0 + k > 3 ? 3 : c0 + k;
+                            double w = (i ? ca - a0 : 1 - (ca - a0)) * (j ? cb - b0 : 1 - (cb - b0)) *
+                                       (k ? cc - c0 : 1 - (cc - c0));
+                            acc += w * tensor_get_f64(x3, (ia * 3 + ib) * 4 + ic);
+                        }
+                want[(a * 5 + b) * 7 + c] = acc;
+            }
+    check_resize("trilinear align_corners (general path)", x3, NULL, o3, NULL, "linear", "align_corners", 3, o3, want);
+
+    /* scales and sizes together are refused */
+    tensor_t y = {0};
+    perr_t e;
+    int rc = resize(x22, (double[]){1, 1, 2, 2}, d44, NULL, "linear", "half_pixel", &y, &e);
+    ok(rc != 0 && strstr(e.msg, "exactly one of scales and sizes"), "Resize with scales and sizes is refused: %s", e.msg);
+    tensor_free(x22); tensor_free(x44); tensor_free(x13); tensor_free(x14); tensor_free(x3);
+}
+
+/* ---- GridSample ---- */
+
+static double grid_pixel(const tensor_t *x, int64_t plane, int64_t H, int64_t W, int64_t yy, int64_t xx, int border)
+{
+    if (border) {
+        yy = yy < 0 ? 0 : yy >= H ? H - 1 : yy;
+        xx = xx < 0 ? 0 : xx >= W ? W - 1 : xx;
+    }
+    if (yy < 0 || yy >= H || xx < 0 || xx >= W) return 0;
+    return tensor_get_f64(x, (plane * H + yy) * W + xx);
+}
+
+static void test_gridsample(void)
+{
+    int64_t xd[4] = {2, 3, 5, 6}, gd[4] = {2, 4, 7, 2}, od[4] = {2, 3, 4, 7};
+    tensor_t *x = random_tensor(DT_FLOAT, 4, xd, -1, 1), *g = random_tensor(DT_FLOAT, 4, gd, -1.3, 1.3);
+    for (int border = 0; border < 2; border++) {
+        tnode_t t;
+        node_init(&t, "GridSample", 16, 2, 1);
+        set_str(&t, "padding_mode", border ? "border" : "zeros");
+        const tensor_t *in[2] = {x, g};
+        tensor_t y = {0}, *out[1] = {&y};
+        perr_t e;
+        int rc = run_node(&t, in, out, &e);
+        if (rc) diag("GridSample: %s", e.msg);
+        double want[168];
+        for (int64_t n = 0; n < 2; n++)
+            for (int64_t c = 0; c < 3; c++)
+                for (int64_t q = 0; q < 28; q++) {
+                    /* align_corners=0: pixel = ((g + 1) * size - 1) / 2 */
+                    double ix = ((tensor_get_f64(g, (n * 28 + q) * 2) + 1) * 6 - 1) / 2;
+                    double iy = ((tensor_get_f64(g, (n * 28 + q) * 2 + 1) + 1) * 5 - 1) / 2;
+                    if (border) {   /* border clamps the coordinate before interpolating */
+                        ix = fmin(5, fmax(0, ix));
+                        iy = fmin(4, fmax(0, iy));
+                    }
+                    int64_t x0 = (int64_t)floor(ix), y0 = (int64_t)floor(iy);
+                    double fx = ix - x0, fy = iy - y0;
+                    int64_t pl = n * 3 + c;
+                    want[pl * 28 + q] = (1 - fx) * (1 - fy) * grid_pixel(x, pl, 5, 6, y0, x0, border) +
+                                        fx * (1 - fy) * grid_pixel(x, pl, 5, 6, y0, x0 + 1, border) +
+                                        (1 - fx) * fy * grid_pixel(x, pl, 5, 6, y0 + 1, x0, border) +
+                                        fx * fy * grid_pixel(x, pl, 5, 6, y0 + 1, x0 + 1, border);
+                }
+        double err = rc ? INFINITY : max_err(&y, want, 4, od);
+        ok(err < 1e-6, "GridSample bilinear, %s padding, align_corners=0: max error %.3g", border ? "border" : "zeros", err);
+        tensor_free_data(&y);
+    }
+    tnode_t t;
+    node_init(&t, "GridSample", 16, 2, 1);
+    int64_t bad[4] = {2, 4, 7, 3};
+    tensor_t *gb = random_tensor(DT_FLOAT, 4, bad, -1, 1), y = {0}, *out[1] = {&y};
+    const tensor_t *in[2] = {x, gb};
+    perr_t e;
+    ok(run_node(&t, in, out, &e) != 0 && strstr(e.msg, "grid must have shape"), "GridSample with a bad grid is refused: %s",
+       e.msg);
+    tensor_free(x); tensor_free(g); tensor_free(gb);
+}
+
+int main(void)
+{
+    test_pools();
+    test_layernorm();
+    test_batchnorm();
+    test_resize();
+    test_gridsample();
+    scratch_pool_free(&pool);
+    return done_testing();
+}
