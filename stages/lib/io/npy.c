@@ -121,7 +121,9 @@ int npy_read(const char *path, tensor_t *t, perr_t *e)
     return rc;
 }
 
-size_t npy_serialize(const tensor_t *t, uint8_t **out)
+/* Formats the header (magic, version, dict, padding to 64 bytes); returns
+ * its length. hdr must hold 576 bytes. */
+static size_t npy_header(const tensor_t *t, uint8_t *hdr)
 {
     char dict[512];
     char shape[256] = "";
@@ -136,26 +138,37 @@ size_t npy_serialize(const tensor_t *t, uint8_t **out)
     size_t total = 10 + dl + 1;
     size_t padded = (total + 63) / 64 * 64;
     size_t hlen = padded - 10;
-    size_t bytes = tensor_nbytes(t);
-    uint8_t *b = xmalloc(padded + bytes);
-    memcpy(b, "\x93NUMPY\x01\x00", 8);
-    b[8] = hlen & 0xff;
-    b[9] = (hlen >> 8) & 0xff;
-    memcpy(b + 10, dict, dl);
-    memset(b + 10 + dl, ' ', hlen - dl - 1);
-    b[padded - 1] = '\n';
-    if (bytes) memcpy(b + padded, t->data, bytes);
+    memcpy(hdr, "\x93NUMPY\x01\x00", 8);
+    hdr[8] = hlen & 0xff;
+    hdr[9] = (hlen >> 8) & 0xff;
+    memcpy(hdr + 10, dict, dl);
+    memset(hdr + 10 + dl, ' ', hlen - dl - 1);
+    hdr[padded - 1] = '\n';
+    return padded;
+}
+
+size_t npy_serialize(const tensor_t *t, uint8_t **out)
+{
+    uint8_t hdr[576];
+    size_t h = npy_header(t, hdr), bytes = tensor_nbytes(t);
+    uint8_t *b = xmalloc(h + bytes);
+    memcpy(b, hdr, h);
+    if (bytes) memcpy(b + h, t->data, bytes);
     *out = b;
-    return padded + bytes;
+    return h + bytes;
 }
 
 int npy_write(const char *path, const tensor_t *t, perr_t *e)
 {
     if (!descr_of(t->dtype))
         return BAD(e, "%s: element type %s cannot be written as .npy", path, dtype_name(t->dtype));
-    uint8_t *buf;
-    size_t n = npy_serialize(t, &buf);
-    int rc = atomic_write(path, buf, n, e);
-    free(buf);
-    return rc;
+    uint8_t hdr[576];
+    size_t h = npy_header(t, hdr), bytes = tensor_nbytes(t);
+    atomic_file_t af;
+    if (atomic_open(&af, path, e)) return -1;
+    if (fwrite(hdr, 1, h, af.f) != h || (bytes && fwrite(t->data, 1, bytes, af.f) != bytes)) {
+        atomic_abort(&af);
+        return BAD(e, "%s: write failed", path);
+    }
+    return atomic_commit(&af, e);
 }
