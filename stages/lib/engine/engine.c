@@ -204,7 +204,7 @@ graph_t *engine_read(const char *path, engine_meta_t *m, perr_t *e)
         node_t *n = &g->nodes[ni];
         n->n_attr = (int)en->n_attribute;
         n->attr = xcalloc(en->n_attribute + 1, sizeof *n->attr);
-        memcpy(n->attr, en->attribute, en->n_attribute * sizeof *n->attr);
+        if (en->n_attribute) memcpy(n->attr, en->attribute, en->n_attribute * sizeof *n->attr);
         int p = precision_from_name(en->precision ? en->precision : "fp32");
         if (p < 0) { BAD(e, "%s: node '%s': unknown precision '%s'", path, en->name, en->precision); goto fail; }
         n->precision = (precision_t)p;
