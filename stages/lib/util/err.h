@@ -9,6 +9,7 @@
 #define PARITY_ERR_H
 
 #include <stdarg.h>
+#include <stddef.h>
 
 enum { EXIT_PASS = 0, EXIT_CHECK = 1, EXIT_BADINPUT = 2, EXIT_INTERNAL = 3 };
 
