@@ -127,8 +127,8 @@ int main(int argc, char **argv)
         case OPT_DECODE: decode_file = optarg; break;
         case OPT_SECTION: section = optarg; break;
         case OPT_SET: sets[nsets++] = optarg; break;
-        case 'h': fputs(usage, stdout); return 0;
-        case 'V': puts("map-eval (parity) 0.1.0"); return 0;
+        case 'h': fputs(usage, stdout); goto done;
+        case 'V': puts("map-eval (parity) 0.1.0"); goto done;
         default:
             if (c >= OPT_META && c <= OPT_CLIP) {
                 /* kept as "option=value" and handed to the decoder in order */
@@ -199,6 +199,7 @@ int main(int argc, char **argv)
     coco_eval_free(&ev);
     coco_dets_free(&dets);
     coco_gt_free(&gt);
+done:
     for (int i = 0; i < ndopt; i++) free((void *)dopt[i]);
     free(dopt);
     free(sets);

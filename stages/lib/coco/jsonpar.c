@@ -159,8 +159,15 @@ json_t *jsonpar_load(const char *text, size_t n, const char *what, const char *o
     json_t *j = json_loadb(text, n, 0, &je);
     if (j) return j;
     size_t pos = je.position > 0 ? (size_t)je.position : 0;
-    /* jansson's position is just past the offending token; point into it */
-    if (pos > 0) pos--;
+    /* jansson's position is just past the offending token ("... near
+     * 'TOKEN'"): point at its start */
+    const char *near = strstr(je.text, "near '");
+    size_t tok = 1;
+    if (near) {
+        const char *q = strrchr(near + 6, '\'');
+        if (q && q > near + 6) tok = (size_t)(q - (near + 6));
+    }
+    pos = pos >= tok ? pos - tok : 0;
     if (map_pos) pos = map_pos(pos, map_ctx);
     char where[64];
     jsonpar_where(orig, orig_len, pos, where, sizeof where);
