@@ -12,12 +12,18 @@
 
 typedef float v4f __attribute__((vector_size(16)));
 typedef int32_t v4i __attribute__((vector_size(16)));
-typedef float v2f __attribute__((vector_size(8)));
 typedef double v2d __attribute__((vector_size(16)));
+typedef double v4d __attribute__((vector_size(32)));
 
 static inline v4f ld4(const float *p) { v4f v; memcpy(&v, p, sizeof v); return v; }
 static inline void st4(float *p, v4f v) { memcpy(p, &v, sizeof v); }
-static inline v2d ld2d(const float *p) { v2f v; memcpy(&v, p, sizeof v); return __builtin_convertvector(v, v2d); }
+/* Four floats as two pairs of doubles (cvtps2pd on x86-64). */
+static inline void ld4d(const float *p, v2d *lo, v2d *hi)
+{
+    v4d d = __builtin_convertvector(ld4(p), v4d);
+    *lo = (v2d){d[0], d[1]};
+    *hi = (v2d){d[2], d[3]};
+}
 static inline v4f splat(float x) { return (v4f){x, x, x, x}; }
 static inline v4f vabs(v4f x) { return (v4f)((v4i)x & (v4i){0x7fffffff, 0x7fffffff, 0x7fffffff, 0x7fffffff}); }
 static inline v4f vsel(v4i m, v4f a, v4f b) { return (v4f)(((v4i)a & m) | ((v4i)b & ~m)); }
@@ -121,18 +127,23 @@ int fast32_pass1(const float *A, const float *B, int64_t begin, int len, const p
         raa = vmax(raa, vsel(fa, rd, zero));
     }
 
-    /* double sums, two lanes */
+    /* double sums: two lanes, each fed twice per step */
     v2d sa = {0, 0}, sb = sa, sab = sa, saa = sa, sbb = sa, sn = sa, sd = sa, sr = sa;
-    for (int i = 0; i < len; i += 2) {
-        v2d da = ld2d(a + i), db = ld2d(b + i), dn = da - db;
-        sa += da;
-        sb += db;
-        sab += da * db;
-        saa += da * da;
-        sbb += db * db;
-        sn += dn * dn;
-        sd += ld2d(adb + i);
-        sr += ld2d(rdb + i);
+    for (int i = 0; i < len; i += 4) {
+        v2d a0, a1, b0, b1, x0, x1;
+        ld4d(a + i, &a0, &a1);
+        ld4d(b + i, &b0, &b1);
+        v2d n0 = a0 - b0, n1 = a1 - b1;
+        sa += a0 + a1;
+        sb += b0 + b1;
+        sab += a0 * b0 + a1 * b1;
+        saa += a0 * a0 + a1 * a1;
+        sbb += b0 * b0 + b1 * b1;
+        sn += n0 * n0 + n1 * n1;
+        ld4d(adb + i, &x0, &x1);
+        sd += x0 + x1;
+        ld4d(rdb + i, &x0, &x1);
+        sr += x0 + x1;
     }
 
     fold_side(&s->va, amn, amx, hsumd(sa), len);
@@ -177,38 +188,48 @@ int fast32_pass2(const float *A, const float *B, int64_t begin, int len, const p
     if (p->want_std_abs || p->want_std_rel) {
         const v2d ma = {p->mean_abs, p->mean_abs}, mr = {p->mean_rel, p->mean_rel};
         v2d qa = {0, 0}, qr = qa;
-        for (int i = 0; i < len; i += 2) {
-            v2d da = ld2d(adb + i) - ma, dr = ld2d(rdb + i) - mr;
-            qa += da * da;
-            qr += dr * dr;
+        for (int i = 0; i < len; i += 4) {
+            v2d x0, x1, y0, y1;
+            ld4d(adb + i, &x0, &x1);
+            ld4d(rdb + i, &y0, &y1);
+            x0 -= ma, x1 -= ma, y0 -= mr, y1 -= mr;
+            qa += x0 * x0 + x1 * x1;
+            qr += y0 * y0 + y1 * y1;
         }
         if (p->want_std_abs) p->sq_abs += hsumd(qa);
         if (p->want_std_rel) p->sq_rel += hsumd(qr);
     }
     /* bin k holds edges[k] <= x < edges[k+1]: count the elements at or above
      * each inner edge, the bins are the differences */
-    v4i ge[CMP_HIST_BINS] = {{0}};
-    for (int i = 0; i < len; i += 4) {
-        v4f ad = ld4(adb + i);
-        for (int k = 1; k < CMP_HIST_BINS; k++) ge[k] -= ad >= splat(thr[k]);
-    }
     int64_t prev = len;
     for (int k = 1; k < CMP_HIST_BINS; k++) {
-        int64_t g = hsum(ge[k]);
+        const v4f t = splat(thr[k]);
+        v4i ge = {0, 0, 0, 0};
+        for (int i = 0; i < len; i += 4) ge -= ld4(adb + i) >= t;
+        int64_t g = hsum(ge);
         p->hist[k - 1] += prev - g;
         prev = g;
     }
     p->hist[CMP_HIST_BINS - 1] += prev;
+    /* the next radix digit, for elements in the bins holding wanted ranks:
+     * four at a time against those few bins, most skipped at once */
     for (int w = 0; w < 2; w++) {
         const int8_t *slot = w ? p->slot_r : p->slot_a;
+        const int *bins = w ? p->bins_r : p->bins_a;
+        int nb = w ? p->nbins_r : p->nbins_a;
         uint32_t *h1 = w ? p->h1r : p->h1a;
         const float *x = w ? rdb : adb;
         if (!slot) continue;
-        for (int i = 0; i < len; i++) {
-            uint32_t k;
-            memcpy(&k, &x[i], 4);
-            int sl = slot[k >> 16];
-            if (sl >= 0) h1[(size_t)sl * SEL_DIGITS + (k & 0xffff)]++;
+        for (int i = 0; i < len; i += 4) {
+            v4i hi = (v4i)ld4(x + i) >> 16, hit = {0, 0, 0, 0};
+            for (int j = 0; j < nb; j++) hit |= hi == (v4i){bins[j], bins[j], bins[j], bins[j]};
+            if (!(hit[0] | hit[1] | hit[2] | hit[3])) continue;
+            for (int k = i; k < i + 4; k++) {
+                uint32_t key;
+                memcpy(&key, &x[k], 4);
+                int sl = slot[key >> 16];
+                if (sl >= 0) h1[(size_t)sl * SEL_DIGITS + (key & 0xffff)]++;
+            }
         }
     }
     return 1;

@@ -382,6 +382,10 @@ static void run_passes(const void *A, const void *B, int64_t n, int is_f32, cons
         p.slot_r = want[1] ? w->slot[1] : NULL;
         p.h1a = w->h1[0];
         p.h1r = w->h1[1];
+        p.nbins_a = ns[0];
+        p.nbins_r = ns[1];
+        for (int sl = 0; sl < ns[0]; sl++) p.bins_a[sl] = (int)slot_prefix[0][sl];
+        for (int sl = 0; sl < ns[1]; sl++) p.bins_r[sl] = (int)slot_prefix[1][sl];
     }
     if (is_f32) pass2_blocks(A, B, n, c, &p, w);
     else pass2_f64(A, B, 0, n, c, &p);

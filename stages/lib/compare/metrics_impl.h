@@ -48,6 +48,8 @@ typedef struct pass2 {
     int64_t hist[CMP_HIST_BINS], hist_nonfinite;
     const int8_t *slot_a, *slot_r;
     uint32_t *h1a, *h1r;
+    int nbins_a, nbins_r;     /* the bins (top 16 key bits) the slots stand for */
+    int bins_a[SEL_MAX_RANKS], bins_r[SEL_MAX_RANKS];
 } pass2_t;
 
 typedef struct deep_slots {
