@@ -5,8 +5,10 @@
  * values derived by hand from the spec's coordinate formulas (the numbers
  * below are worked out in the comments next to them) and a direct
  * trilinear loop; GridSample against PyTorch's bilinear formula written out;
- * and that bad input fails cleanly. */
+ * that bad input fails cleanly; and that outputs keep their bits whatever
+ * the thread count. */
 #include "nn_testutil.h"
+#include "util/pool.h"
 
 /* ---- pools ---- */
 
@@ -338,6 +340,62 @@ static void test_gridsample(void)
     tensor_free(x); tensor_free(g); tensor_free(gb);
 }
 
+/* ---- same bits for any thread count ---- */
+
+/* Runs node t at 1 and at 3 threads; 1 if the outputs are byte-identical. */
+static int same_bits(tnode_t *t, const tensor_t *const *in)
+{
+    tensor_t y1 = {0}, y3 = {0}, *o1[1] = {&y1}, *o3[1] = {&y3};
+    perr_t e;
+    pool_set_threads(1);
+    int rc = run_node(t, in, o1, &e);
+    pool_set_threads(3);
+    rc |= run_node(t, in, o3, &e);
+    pool_set_threads(1);
+    if (rc) diag("%s: %s", t->n.op_type, e.msg);
+    int same = !rc && tensor_nbytes(&y1) == tensor_nbytes(&y3) && !memcmp(y1.data, y3.data, tensor_nbytes(&y1));
+    tensor_free_data(&y1);
+    tensor_free_data(&y3);
+    return same;
+}
+
+static void test_threads(void)
+{
+    int64_t xd[4] = {1, 16, 40, 36}, wd[4] = {32, 16, 3, 3}, dd[4] = {16, 1, 3, 3}, one[4] = {1, 1, 1, 1};
+    tensor_t *x = random_tensor(DT_FLOAT, 4, xd, -1, 1), *w = random_tensor(DT_FLOAT, 4, wd, -1, 1);
+    tensor_t *dw = random_tensor(DT_FLOAT, 4, dd, -1, 1);
+    tnode_t t;
+    node_init(&t, "Conv", 11, 2, 1);
+    set_ints(&t, "pads", 4, one);
+    ok(same_bits(&t, (const tensor_t *[]){x, w}), "Conv (tiled GEMM) gives the same bits at 1 and 3 threads");
+    node_init(&t, "Conv", 11, 2, 1);
+    set_int(&t, "group", 16);
+    set_ints(&t, "pads", 4, one);
+    ok(same_bits(&t, (const tensor_t *[]){x, dw}), "depthwise Conv gives the same bits at 1 and 3 threads");
+    node_init(&t, "MaxPool", 12, 1, 1);
+    int64_t k[2] = {3, 3}, s2[2] = {2, 2};
+    set_ints(&t, "kernel_shape", 2, k);
+    set_ints(&t, "strides", 2, s2);
+    ok(same_bits(&t, (const tensor_t *[]){x}), "MaxPool gives the same bits at 1 and 3 threads");
+    int64_t ld[1] = {36};
+    tensor_t *sc = random_tensor(DT_FLOAT, 1, ld, -1, 1);
+    node_init(&t, "LayerNormalization", 17, 2, 1);
+    ok(same_bits(&t, (const tensor_t *[]){x, sc}), "LayerNormalization gives the same bits at 1 and 3 threads");
+    int64_t n4 = 4;
+    tensor_t *scales = tensor_new(DT_FLOAT, 1, &n4, &(perr_t){0});
+    float *sv = scales->data;
+    sv[0] = sv[1] = 1;
+    sv[2] = sv[3] = 2;
+    node_init(&t, "Resize", 13, 3, 1);
+    set_str(&t, "mode", "linear");
+    ok(same_bits(&t, (const tensor_t *[]){x, NULL, scales}), "Resize linear gives the same bits at 1 and 3 threads");
+    int64_t gd[4] = {1, 700, 4, 2};
+    tensor_t *g = random_tensor(DT_FLOAT, 4, gd, -1.1, 1.1);
+    node_init(&t, "GridSample", 16, 2, 1);
+    ok(same_bits(&t, (const tensor_t *[]){x, g}), "GridSample gives the same bits at 1 and 3 threads");
+    tensor_free(x); tensor_free(w); tensor_free(dw); tensor_free(sc); tensor_free(scales); tensor_free(g);
+}
+
 int main(void)
 {
     test_pools();
@@ -345,6 +403,7 @@ int main(void)
     test_batchnorm();
     test_resize();
     test_gridsample();
+    test_threads();
     scratch_pool_free(&pool);
     return done_testing();
 }

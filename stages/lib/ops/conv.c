@@ -244,25 +244,37 @@ static int64_t band_rows(int64_t rows, int64_t row_elems)
     return r < rows ? r : rows;
 }
 
+typedef struct dw_job { op_ctx_t *c; const conv_plan_t *p; } dw_job_t;
+
+/* Depthwise task: (batch, channel) planes [u0, u1). */
+static void depthwise_planes(void *ctx, int64_t u0, int64_t u1)
+{
+    const dw_job_t *j = ctx;
+    const conv_plan_t *p = j->p;
+    dtype_t dt = j->c->in[0]->dtype;
+    const tensor_t *b = j->c->n_in > 2 ? j->c->in[2] : NULL;
+    size_t es = dtype_size(dt);
+    const char *x = j->c->in[0]->data, *w = j->c->in[1]->data;
+    char *y = j->c->out[0]->data;
+    for (int64_t u = u0; u < u1; u++) {
+        int64_t ch = u % p->cin;
+        const char *xp = x + u * p->isz * es, *wp = w + ch * p->kvol * es;
+        char *yp = y + u * p->osz * es;
+        if (dt == DT_FLOAT)
+            depthwise_f((const float *)xp, (const float *)wp, b ? ((const float *)b->data)[ch] : 0.0f, &p->g,
+                        (float *)yp);
+        else
+            depthwise_d((const double *)xp, (const double *)wp, b ? ((const double *)b->data)[ch] : 0.0, &p->g,
+                        (double *)yp);
+    }
+}
+
 static int conv_depthwise(op_ctx_t *c, const conv_plan_t *p)
 {
-    dtype_t dt = c->in[0]->dtype;
-    const tensor_t *b = c->n_in > 2 ? c->in[2] : NULL;
-    size_t es = dtype_size(dt);
-    const char *x = c->in[0]->data, *w = c->in[1]->data;
-    char *y = c->out[0]->data;
-    for (int64_t n = 0; n < p->n; n++)
-        for (int64_t ch = 0; ch < p->cin; ch++) {
-            const char *xp = x + (n * p->cin + ch) * p->isz * es;
-            char *yp = y + (n * p->m + ch) * p->osz * es;
-            const char *wp = w + ch * p->kvol * es;
-            if (dt == DT_FLOAT)
-                depthwise_f((const float *)xp, (const float *)wp, b ? ((const float *)b->data)[ch] : 0.0f,
-                            &p->g, (float *)yp);
-            else
-                depthwise_d((const double *)xp, (const double *)wp, b ? ((const double *)b->data)[ch] : 0.0,
-                            &p->g, (double *)yp);
-        }
+    dw_job_t j = {c, p};
+    int64_t work = p->osz * p->kvol;   /* multiply-adds per plane */
+    int64_t grain = work >= 65536 ? 1 : 65536 / (work > 0 ? work : 1);
+    nn_parallel(p->n * p->cin, grain, depthwise_planes, &j);
     return 0;
 }
 

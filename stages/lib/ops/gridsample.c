@@ -168,14 +168,18 @@ static int point_taps(const gs_plan_t *p, double gx, double gy, int64_t *off, do
     return k;
 }
 
-/* Weighted gather of one channel over all points of one batch item. */
+/* Points per task: their taps (at most 16 x 16 bytes each) stay in cache
+ * while every channel of the batch item is gathered. */
+#define GS_BLOCK 256
+
+/* Weighted gather of one channel over a block of points; nt = tap stride. */
 #define DEFINE_GS_CHANNEL(NAME, T)                                                       \
-    static void NAME(const T *x, T *y, int64_t np, const unsigned char *cnt,             \
+    static void NAME(const T *x, T *y, int64_t np, int nt, const unsigned char *cnt,     \
                      const int64_t *off, const double *w)                                \
     {                                                                                    \
         for (int64_t q = 0; q < np; q++) {                                               \
-            const int64_t *o = off + q * GS_MAXTAPS;                                     \
-            const double *v = w + q * GS_MAXTAPS;                                        \
+            const int64_t *o = off + q * nt;                                             \
+            const double *v = w + q * nt;                                                \
             int n = cnt[q];                                                              \
             double acc;                                                                  \
             if (n == 4) {                                                                \
@@ -191,32 +195,55 @@ static int point_taps(const gs_plan_t *p, double gx, double gy, int64_t *off, do
 DEFINE_GS_CHANNEL(gs_channel_f, float)
 DEFINE_GS_CHANNEL(gs_channel_d, double)
 
+typedef struct gs_job {
+    const gs_plan_t *p;
+    const tensor_t *x, *g;
+    tensor_t *y;
+    int64_t np, blocks;
+    int nt;
+} gs_job_t;
+
+static double grid_at(const tensor_t *g, int64_t i)
+{
+    return g->dtype == DT_FLOAT ? ((const float *)g->data)[i] : ((const double *)g->data)[i];
+}
+
+/* One task: a block of points of one batch item, all channels. */
+static void gs_block(void *ctx, int64_t lo, int64_t hi)
+{
+    const gs_job_t *j = ctx;
+    const gs_plan_t *p = j->p;
+    int64_t off[GS_BLOCK * GS_MAXTAPS];
+    double w[GS_BLOCK * GS_MAXTAPS], tw[GS_MAXTAPS];
+    int64_t to[GS_MAXTAPS];
+    unsigned char cnt[GS_BLOCK];
+    for (int64_t t = lo; t < hi; t++) {
+        int64_t n = t / j->blocks, q0 = (t % j->blocks) * GS_BLOCK;
+        int64_t nq = j->np - q0 < GS_BLOCK ? j->np - q0 : GS_BLOCK;
+        for (int64_t q = 0; q < nq; q++) {
+            int64_t gi = (n * j->np + q0 + q) * 2;
+            int k = point_taps(p, grid_at(j->g, gi), grid_at(j->g, gi + 1), to, tw);
+            cnt[q] = (unsigned char)k;
+            memcpy(off + q * j->nt, to, (size_t)k * sizeof *to);
+            memcpy(w + q * j->nt, tw, (size_t)k * sizeof *tw);
+        }
+        for (int64_t ch = 0; ch < p->ch; ch++) {
+            int64_t xo = (n * p->ch + ch) * p->h * p->w, yo = (n * p->ch + ch) * j->np + q0;
+            if (j->x->dtype == DT_FLOAT)
+                gs_channel_f((const float *)j->x->data + xo, (float *)j->y->data + yo, nq, j->nt, cnt, off, w);
+            else
+                gs_channel_d((const double *)j->x->data + xo, (double *)j->y->data + yo, nq, j->nt, cnt, off, w);
+        }
+    }
+}
+
 int gridsample_run(op_ctx_t *c)
 {
     gs_plan_t p;
     if (gs_plan(c, &p)) return -1;
-    const tensor_t *x = c->in[0], *g = c->in[1];
-    int64_t np = p.oh * p.ow, plane = p.h * p.w;
-    size_t bytes = (size_t)np * (GS_MAXTAPS * (sizeof(int64_t) + sizeof(double)) + 1);
-    void *owned;
-    char *mem = nn_scratch(c, bytes, &owned);
-    int64_t *off = (int64_t *)mem;
-    double *w = (double *)(mem + (size_t)np * GS_MAXTAPS * sizeof(int64_t));
-    unsigned char *cnt = (unsigned char *)(w + np * GS_MAXTAPS);
-    for (int64_t n = 0; n < p.n; n++) {
-        for (int64_t q = 0; q < np; q++) {
-            int64_t gi = (n * np + q) * 2;
-            double gx = tensor_get_f64(g, gi), gy = tensor_get_f64(g, gi + 1);
-            cnt[q] = (unsigned char)point_taps(&p, gx, gy, off + q * GS_MAXTAPS, w + q * GS_MAXTAPS);
-        }
-        for (int64_t ch = 0; ch < p.ch; ch++) {
-            int64_t xo = (n * p.ch + ch) * plane, yo = (n * p.ch + ch) * np;
-            if (x->dtype == DT_FLOAT)
-                gs_channel_f((const float *)x->data + xo, (float *)c->out[0]->data + yo, np, cnt, off, w);
-            else
-                gs_channel_d((const double *)x->data + xo, (double *)c->out[0]->data + yo, np, cnt, off, w);
-        }
-    }
-    free(owned);
+    gs_job_t j = {&p, c->in[0], c->in[1], c->out[0], p.oh * p.ow, 0, 0};
+    j.nt = p.mode == GS_BICUBIC ? 16 : p.mode == GS_BILINEAR ? 4 : 1;
+    j.blocks = (j.np + GS_BLOCK - 1) / GS_BLOCK;
+    nn_parallel(p.n * j.blocks, 1, gs_block, &j);
     return 0;
 }

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "ops/nn_impl.h"
+#include "util/pool.h"
 
 #define ROW(op, since, until, shape, run) {"", op, since, until, shape, run, 0, 0, 0}
 #define GEMM_ROW(op, since, until, shape, run) {"", op, since, until, shape, run, 1, 0, 0}
@@ -141,4 +142,21 @@ int nn_geom_window(op_ctx_t *c, int nsp, const int64_t *in_sp, const int64_t *ke
                            (long long)dk, (long long)(in_sp[i] + g->pb[j] + g->pe[j]), i);
     }
     return 0;
+}
+
+typedef struct range_job { int64_t n, grain; nn_range_fn fn; void *ctx; } range_job_t;
+
+static void range_task(void *ctx, int64_t t)
+{
+    const range_job_t *j = ctx;
+    int64_t lo = t * j->grain, hi = lo + j->grain < j->n ? lo + j->grain : j->n;
+    j->fn(j->ctx, lo, hi);
+}
+
+void nn_parallel(int64_t n, int64_t grain, nn_range_fn fn, void *ctx)
+{
+    if (n <= 0) return;
+    if (grain < 1) grain = 1;
+    range_job_t j = {n, grain, fn, ctx};
+    pool_for((n + grain - 1) / grain, range_task, &j);
 }

@@ -33,6 +33,13 @@ int64_t nn_prod(const int64_t *v, int n);
  * Call it once per kernel: a second call may move the first block. */
 void *nn_scratch(op_ctx_t *c, size_t bytes, void **owned);
 
+/* Runs fn(ctx, lo, hi) over [0, n) in pieces of `grain` items on parity's
+ * thread pool. Pieces depend only on n and grain, never on the thread
+ * count, and each output element belongs to one piece: results are the
+ * same bits for any --threads. */
+typedef void (*nn_range_fn)(void *ctx, int64_t lo, int64_t hi);
+void nn_parallel(int64_t n, int64_t grain, nn_range_fn fn, void *ctx);
+
 /* C = alpha * op(A) op(B) + beta * C, row-major, float32 (cblas_sgemm) or
  * float64 (cblas_dgemm) by dt. Returns -1 when a size does not fit BLAS's
  * int (the caller reports it). */

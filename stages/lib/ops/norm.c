@@ -27,20 +27,67 @@ static double *read_params(const tensor_t *t)
     return v;
 }
 
-/* Mean and population variance of n values at stride 1, two passes. */
-#define MEAN_VAR(T, x, n, mean_out, var_out)                                    \
-    do {                                                                        \
-        double s_ = 0;                                                          \
-        for (int64_t i_ = 0; i_ < (n); i_++) s_ += (x)[i_];                      \
-        double m_ = (n) ? s_ / (double)(n) : 0;                                 \
-        double q_ = 0;                                                          \
-        for (int64_t i_ = 0; i_ < (n); i_++) {                                   \
-            double d_ = (x)[i_] - m_;                                           \
-            q_ += d_ * d_;                                                      \
-        }                                                                       \
-        (mean_out) = m_;                                                        \
-        (var_out) = (n) ? q_ / (double)(n) : 0;                                 \
-    } while (0)
+/* Rows normalised by their own mean and variance: LayerNormalization (a
+ * scale and bias per element of the row) and InstanceNormalization (one
+ * scale and bias per channel, row r being channel r % ch). */
+typedef struct norm_job {
+    const tensor_t *x;
+    tensor_t *y, *mean_out, *inv_out;
+    int64_t len, ch;
+    int per_elem;
+    double eps;
+    const double *sc, *bi;
+} norm_job_t;
+
+/* Mean and population variance in two passes with four double
+ * accumulators (a fixed order: same bits on every run). */
+#define DEFINE_NORM_ROWS(NAME, T)                                                        \
+    static void NAME(const norm_job_t *j, int64_t lo, int64_t hi)                        \
+    {                                                                                    \
+        int64_t n = j->len;                                                              \
+        for (int64_t r = lo; r < hi; r++) {                                              \
+            const T *x = (const T *)j->x->data + r * n;                                  \
+            T *y = (T *)j->y->data + r * n;                                              \
+            double s[4] = {0, 0, 0, 0}, q[4] = {0, 0, 0, 0};                             \
+            int64_t i = 0;                                                               \
+            for (; i + 4 <= n; i += 4)                                                   \
+                for (int k = 0; k < 4; k++) s[k] += x[i + k];                            \
+            for (; i < n; i++) s[0] += x[i];                                             \
+            double m = n ? (s[0] + s[1] + s[2] + s[3]) / (double)n : 0;                  \
+            for (i = 0; i + 4 <= n; i += 4)                                              \
+                for (int k = 0; k < 4; k++) q[k] += (x[i + k] - m) * (x[i + k] - m);     \
+            for (; i < n; i++) q[0] += (x[i] - m) * (x[i] - m);                          \
+            double inv = 1.0 / sqrt((n ? (q[0] + q[1] + q[2] + q[3]) / (double)n : 0) + j->eps); \
+            /* centred in double: x - mean cancels when the offset is large */           \
+            if (!j->per_elem) {                                                          \
+                double a = j->sc[r % j->ch] * inv, b = j->bi[r % j->ch];                 \
+                for (i = 0; i < n; i++) y[i] = (T)((x[i] - m) * a + b);                  \
+            } else if (j->bi) {                                                          \
+                for (i = 0; i < n; i++) y[i] = (T)((x[i] - m) * inv * j->sc[i] + j->bi[i]); \
+            } else {                                                                     \
+                for (i = 0; i < n; i++) y[i] = (T)((x[i] - m) * inv * j->sc[i]);         \
+            }                                                                            \
+            if (j->mean_out) tensor_set_f64(j->mean_out, r, m);                          \
+            if (j->inv_out) tensor_set_f64(j->inv_out, r, inv);                          \
+        }                                                                                \
+    }
+
+DEFINE_NORM_ROWS(norm_rows_f, float)
+DEFINE_NORM_ROWS(norm_rows_d, double)
+
+static void norm_rows(void *ctx, int64_t lo, int64_t hi)
+{
+    const norm_job_t *j = ctx;
+    if (j->x->dtype == DT_FLOAT) norm_rows_f(j, lo, hi);
+    else norm_rows_d(j, lo, hi);
+}
+
+/* Runs the rows on the pool, about 16k elements per task. */
+static void run_norm_rows(norm_job_t *j, int64_t rows)
+{
+    int64_t grain = j->len >= 16384 ? 1 : 16384 / (j->len ? j->len : 1);
+    nn_parallel(rows, grain, norm_rows, j);
+}
 
 /* ------------------------------------------------------ BatchNormalization */
 
@@ -152,23 +199,12 @@ int instancenorm_shape(op_ctx_t *c)
 int instancenorm_run(op_ctx_t *c)
 {
     const tensor_t *x = c->in[0];
-    int64_t ch = x->dims[1], planes = x->dims[0] * ch, sz = nn_prod(x->dims + 2, x->ndim - 2);
     double *sc = read_params(c->in[1]), *bi = read_params(c->in[2]);
-    double eps = attr_float(c->node, "epsilon", 1e-5f);
-    DISPATCH_FLOAT(x->dtype, {
-        for (int64_t p = 0; p < planes; p++) {
-            const T *xr = (const T *)x->data + p * sz;
-            T *yr = (T *)c->out[0]->data + p * sz;
-            double mean;
-            double var;
-            MEAN_VAR(T, xr, sz, mean, var);
-            double a = sc[p % ch] / sqrt(var + eps);
-            double b = bi[p % ch];
-            /* centred in double: x - mean cancels when the offset is large */
-            for (int64_t i = 0; i < sz; i++) yr[i] = (T)((xr[i] - mean) * a + b);
-        }
-    }, (void)0);
-    free(sc); free(bi);
+    norm_job_t j = {x, c->out[0], NULL, NULL, nn_prod(x->dims + 2, x->ndim - 2), x->dims[1], 0,
+                    attr_float(c->node, "epsilon", 1e-5f), sc, bi};
+    run_norm_rows(&j, x->dims[0] * x->dims[1]);
+    free(sc);
+    free(bi);
     return 0;
 }
 
@@ -246,27 +282,11 @@ int layernorm_run(op_ctx_t *c)
     ln_plan_t p;
     if (ln_plan(c, &p)) return -1;
     const tensor_t *x = c->in[0], *b = c->n_in > 2 ? c->in[2] : NULL;
-    double eps = attr_float(c->node, "epsilon", 1e-5f);
     double *sc = expand_tail(c->in[1], x, p.axis, p.inner);
     double *bi = b ? expand_tail(b, x, p.axis, p.inner) : NULL;
-    tensor_t *mo = c->n_out > 1 ? c->out[1] : NULL, *io = c->n_out > 2 ? c->out[2] : NULL;
-    DISPATCH_FLOAT(x->dtype, {
-        for (int64_t r = 0; r < p.outer; r++) {
-            const T *xr = (const T *)x->data + r * p.inner;
-            T *yr = (T *)c->out[0]->data + r * p.inner;
-            double mean;
-            double var;
-            MEAN_VAR(T, xr, p.inner, mean, var);
-            double inv = 1.0 / sqrt(var + eps);
-            /* centred in double: x - mean cancels when the offset is large */
-            if (bi)
-                for (int64_t i = 0; i < p.inner; i++) yr[i] = (T)((xr[i] - mean) * inv * sc[i] + bi[i]);
-            else
-                for (int64_t i = 0; i < p.inner; i++) yr[i] = (T)((xr[i] - mean) * inv * sc[i]);
-            if (mo) tensor_set_f64(mo, r, mean);
-            if (io) tensor_set_f64(io, r, inv);
-        }
-    }, (void)0);
+    norm_job_t j = {x, c->out[0], c->n_out > 1 ? c->out[1] : NULL, c->n_out > 2 ? c->out[2] : NULL, p.inner, 1, 1,
+                    attr_float(c->node, "epsilon", 1e-5f), sc, bi};
+    run_norm_rows(&j, p.outer);
     free(sc);
     free(bi);
     return 0;

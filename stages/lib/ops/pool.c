@@ -88,7 +88,7 @@ static void taps_build(const nn_geom_t *g, taps_t *t)
  * clipped; the body sees xp (plane input), o (flat output index in the plane),
  * and the ranges (l0,h0,s0), (l1,h1,s1), (l2,h2,s2). */
 #define POOL_LOOP(T, ...)                                                                 \
-    for (int64_t pl = 0; pl < planes; pl++) {                                            \
+    for (int64_t pl = p0; pl < p1; pl++) {                                               \
         const T *xp = x + pl * g->in[0] * g->in[1] * g->in[2];                           \
         int64_t o = pl * g->out[0] * g->out[1] * g->out[2];                              \
         for (int64_t o0 = 0; o0 < g->out[0]; o0++)                                       \
@@ -103,11 +103,26 @@ static void taps_build(const nn_geom_t *g, taps_t *t)
 
 #define DEFINE_MAXPOOL(NAME, T)                                                          \
     static void NAME(const T *x, T *y, int64_t *ind, const nn_geom_t *g, const taps_t *t, \
-                     int64_t planes, int col_major)                                      \
+                     int64_t p0, int64_t p1, int col_major)                              \
     {                                                                                    \
         int64_t d0 = g->d[0], d1 = g->d[1], d2 = g->d[2];                                \
         int64_t n0 = g->in[0], n1 = g->in[1], n2 = g->in[2];                             \
-        POOL_LOOP(T, {                                                                      \
+        if (!ind) {   /* values only: a branch-free max */                                \
+            POOL_LOOP(T, {                                                               \
+                T best = 0;                                                              \
+                if (h0 > l0 && h1 > l1 && h2 > l2)                                       \
+                    best = xp[((s0 + l0 * d0) * n1 + s1 + l1 * d1) * n2 + s2 + l2 * d2]; \
+                for (int64_t k0 = l0; k0 < h0; k0++)                                     \
+                    for (int64_t k1 = l1; k1 < h1; k1++) {                               \
+                        const T *r = xp + ((s0 + k0 * d0) * n1 + s1 + k1 * d1) * n2 + s2; \
+                        for (int64_t k2 = l2; k2 < h2; k2++)                             \
+                            best = r[k2 * d2] > best ? r[k2 * d2] : best;                \
+                    }                                                                    \
+                y[o] = best;                                                             \
+            })                                                                           \
+            return;                                                                      \
+        }                                                                                \
+        POOL_LOOP(T, {                                                                   \
             T best = 0;                                                                  \
             int64_t bi = -1;                                                             \
             for (int64_t k0 = l0; k0 < h0; k0++)                                         \
@@ -135,8 +150,8 @@ static void taps_build(const nn_geom_t *g, taps_t *t)
 
 /* mode 0: average (count_include_pad as given), mode 1: Lp norm with power lp. */
 #define DEFINE_AVGPOOL(NAME, T)                                                          \
-    static void NAME(const T *x, T *y, const nn_geom_t *g, const taps_t *t, int64_t planes, \
-                     int include_pad, int lp)                                            \
+    static void NAME(const T *x, T *y, const nn_geom_t *g, const taps_t *t, int64_t p0,  \
+                     int64_t p1, int include_pad, int lp)                                \
     {                                                                                    \
         int64_t d0 = g->d[0], d1 = g->d[1], d2 = g->d[2];                                \
         int64_t n1 = g->in[1], n2 = g->in[2];                                            \
@@ -180,49 +195,63 @@ DEFINE_MAXPOOL(maxpool_u8, uint8_t)
 DEFINE_AVGPOOL(avgpool_f, float)
 DEFINE_AVGPOOL(avgpool_d, double)
 
-int maxpool_run(op_ctx_t *c)
+typedef struct pool_job {
+    const tensor_t *x;
+    tensor_t *y;
+    int64_t *ind;
+    const nn_geom_t *g;
+    const taps_t *t;
+    int is_max, col_major, include_pad, lp;
+} pool_job_t;
+
+/* One task: planes [p0, p1). */
+static void pool_planes(void *ctx, int64_t p0, int64_t p1)
 {
-    pool_plan_t p;
-    if (pool_plan(c, &p)) return -1;
-    taps_t t;
-    taps_build(&p.g, &t);
-    tensor_t *ind_t = c->n_out > 1 ? c->out[1] : NULL;
-    int64_t *ind = ind_t ? ind_t->data : NULL;
-    int col_major = attr_int(c->node, "storage_order", 0) == 1;
-    const void *x = c->in[0]->data;
-    void *y = c->out[0]->data;
-    int rc = 0;
-    switch (c->in[0]->dtype) {
-    case DT_FLOAT: maxpool_f(x, y, ind, &p.g, &t, p.planes, col_major); break;
-    case DT_DOUBLE: maxpool_d(x, y, ind, &p.g, &t, p.planes, col_major); break;
-    case DT_INT8: maxpool_i8(x, y, ind, &p.g, &t, p.planes, col_major); break;
-    case DT_UINT8: maxpool_u8(x, y, ind, &p.g, &t, p.planes, col_major); break;
-    default: rc = op_fail(c, "type %s is not supported", dtype_name(c->in[0]->dtype));
+    const pool_job_t *j = ctx;
+    const void *x = j->x->data;
+    void *y = j->y->data;
+    if (!j->is_max) {
+        if (j->x->dtype == DT_FLOAT) avgpool_f(x, y, j->g, j->t, p0, p1, j->include_pad, j->lp);
+        else avgpool_d(x, y, j->g, j->t, p0, p1, j->include_pad, j->lp);
+        return;
     }
-    free(t.mem);
-    return rc;
+    switch (j->x->dtype) {
+    case DT_FLOAT: maxpool_f(x, y, j->ind, j->g, j->t, p0, p1, j->col_major); break;
+    case DT_DOUBLE: maxpool_d(x, y, j->ind, j->g, j->t, p0, p1, j->col_major); break;
+    case DT_INT8: maxpool_i8(x, y, j->ind, j->g, j->t, p0, p1, j->col_major); break;
+    default: maxpool_u8(x, y, j->ind, j->g, j->t, p0, p1, j->col_major); break;
+    }
 }
 
-static int avg_or_lp(op_ctx_t *c, int include_pad, int lp)
+/* Runs a pool over every plane, a few planes per task. */
+static int run_pool(op_ctx_t *c, int is_max, int include_pad, int lp)
 {
     pool_plan_t p;
     if (pool_plan(c, &p)) return -1;
+    dtype_t dt = c->in[0]->dtype;
+    if (!(dt == DT_FLOAT || dt == DT_DOUBLE || (is_max && (dt == DT_INT8 || dt == DT_UINT8))))
+        return op_fail(c, "type %s is not supported", dtype_name(dt));
     taps_t t;
     taps_build(&p.g, &t);
-    int rc = 0;
-    if (c->in[0]->dtype == DT_FLOAT)
-        avgpool_f(c->in[0]->data, c->out[0]->data, &p.g, &t, p.planes, include_pad, lp);
-    else if (c->in[0]->dtype == DT_DOUBLE)
-        avgpool_d(c->in[0]->data, c->out[0]->data, &p.g, &t, p.planes, include_pad, lp);
-    else
-        rc = op_fail(c, "type %s is not supported", dtype_name(c->in[0]->dtype));
+    pool_job_t j = {c->in[0], c->out[0], NULL, &p.g, &t, is_max, 0, include_pad, lp};
+    if (is_max) {
+        j.ind = c->n_out > 1 && c->out[1] ? c->out[1]->data : NULL;
+        j.col_major = attr_int(c->node, "storage_order", 0) == 1;
+    }
+    int64_t grain = p.osz >= 4096 ? 1 : 4096 / (p.osz ? p.osz : 1);
+    nn_parallel(p.planes, grain, pool_planes, &j);
     free(t.mem);
-    return rc;
+    return 0;
+}
+
+int maxpool_run(op_ctx_t *c)
+{
+    return run_pool(c, 1, 0, 0);
 }
 
 int avgpool_run(op_ctx_t *c)
 {
-    return avg_or_lp(c, attr_int(c->node, "count_include_pad", 0) != 0, 0);
+    return run_pool(c, 0, attr_int(c->node, "count_include_pad", 0) != 0, 0);
 }
 
 static int lp_power(op_ctx_t *c)
@@ -235,7 +264,7 @@ static int lp_power(op_ctx_t *c)
 int lppool_run(op_ctx_t *c)
 {
     int lp = lp_power(c);
-    return lp < 0 ? -1 : avg_or_lp(c, 0, lp);
+    return lp < 0 ? -1 : run_pool(c, 0, 0, lp);
 }
 
 /* ------------------------------------------------------------ Global pools */

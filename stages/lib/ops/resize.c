@@ -352,33 +352,44 @@ static int64_t in_strides(const rz_plan_t *p, int64_t *str)
     return n;
 }
 
-/* Nearest on every axis: a gather of elements, any type (by size). The
- * last axis is gathered row by row; extrapolated positions get *extrap. */
+/* Input offset of unit u (an index over the first nlead output axes, each
+ * taken through its one tap); *out is set when tf_crop_and_resize puts it
+ * outside the input. */
+static int64_t unit_base(const rz_plan_t *p, const rz_axis_t *ax, const int64_t *str, int nlead, int64_t u, int *out)
+{
+    int64_t base = 0;
+    *out = 0;
+    for (int a = nlead - 1; a >= 0; a--) {
+        int64_t i = u % p->out[a];
+        u /= p->out[a];
+        base += ax[a].idx[i] * str[a];
+        if (ax[a].outside && ax[a].outside[i]) *out = 1;
+    }
+    return base;
+}
+
+/* Nearest on every axis: a gather of elements, any type (by size), rows
+ * [u0, u1) of the last axis; extrapolated positions get extrap. */
 #define DEFINE_GATHER(NAME, T)                                                           \
-    static void NAME(const T *x, T *y, const rz_plan_t *p, const rz_axis_t *ax, T extrap) \
+    static void NAME(const T *x, T *y, const rz_plan_t *p, const rz_axis_t *ax, T extrap, \
+                     int64_t u0, int64_t u1)                                             \
     {                                                                                    \
         int r = p->rank;                                                                 \
-        int64_t str[TENSOR_MAX_DIMS], idx[TENSOR_MAX_DIMS] = {0};                        \
-        int64_t n = in_strides(p, str);                                                  \
+        int64_t str[TENSOR_MAX_DIMS];                                                    \
+        in_strides(p, str);                                                              \
         int64_t wl = p->out[r - 1];                                                      \
         const int64_t *li = ax[r - 1].idx;                                               \
         const unsigned char *lo = ax[r - 1].outside;                                     \
-        for (int64_t o = 0; o < n; o += wl) {                                            \
-            int64_t base = 0;                                                            \
-            int out = 0;                                                                 \
-            for (int a = 0; a < r - 1; a++) {                                            \
-                base += ax[a].idx[idx[a]] * str[a];                                      \
-                if (ax[a].outside && ax[a].outside[idx[a]]) out = 1;                     \
-            }                                                                            \
-            const T *xr = x + base;                                                      \
-            T *yr = y + o;                                                               \
+        for (int64_t u = u0; u < u1; u++) {                                              \
+            int out;                                                                     \
+            const T *xr = x + unit_base(p, ax, str, r - 1, u, &out);                     \
+            T *yr = y + u * wl;                                                          \
             if (out)                                                                     \
                 for (int64_t j = 0; j < wl; j++) yr[j] = extrap;                         \
             else if (lo)                                                                 \
                 for (int64_t j = 0; j < wl; j++) yr[j] = lo[j] ? extrap : xr[li[j]];     \
             else                                                                         \
                 for (int64_t j = 0; j < wl; j++) yr[j] = xr[li[j]];                      \
-            odo_next(idx, p->out, r - 1);                                                \
         }                                                                                \
     }
 
@@ -473,6 +484,61 @@ DEFINE_PLANE(plane_d, double)
 DEFINE_GENERAL(general_f, float)
 DEFINE_GENERAL(general_d, double)
 
+typedef struct rz_job {
+    const rz_plan_t *p;
+    const rz_axis_t *ax;
+    dtype_t dt;
+    const void *x;
+    void *y;
+    uint64_t ebits;       /* extrapolation value in the element type (gather) */
+} rz_job_t;
+
+/* Gather task: rows [u0, u1). */
+static void gather_rows(void *ctx, int64_t u0, int64_t u1)
+{
+    const rz_job_t *j = ctx;
+    uint8_t e1;
+    uint16_t e2;
+    uint32_t e4;
+    memcpy(&e1, &j->ebits, 1);
+    memcpy(&e2, &j->ebits, 2);
+    memcpy(&e4, &j->ebits, 4);
+    switch (dtype_size(j->dt)) {
+    case 1: gather_u8(j->x, j->y, j->p, j->ax, e1, u0, u1); break;
+    case 2: gather_u16(j->x, j->y, j->p, j->ax, e2, u0, u1); break;
+    case 4: gather_u32(j->x, j->y, j->p, j->ax, e4, u0, u1); break;
+    default: gather_u64(j->x, j->y, j->p, j->ax, j->ebits, u0, u1); break;
+    }
+}
+
+/* Interpolation task: output planes (last two axes) [u0, u1). */
+static void interp_planes(void *ctx, int64_t u0, int64_t u1)
+{
+    const rz_job_t *j = ctx;
+    const rz_plan_t *p = j->p;
+    const rz_axis_t *ax = j->ax;
+    int r = p->rank;
+    int64_t str[TENSOR_MAX_DIMS];
+    in_strides(p, str);
+    int64_t oh = p->out[r - 2], ow = p->out[r - 1], osz = oh * ow, in_w = p->in[r - 1];
+    for (int64_t u = u0; u < u1; u++) {
+        int out;
+        int64_t base = unit_base(p, ax, str, r - 2, u, &out);
+        if (j->dt == DT_FLOAT)
+            plane_f((const float *)j->x + base, (float *)j->y + u * osz, in_w, oh, ow, &ax[r - 2], &ax[r - 1], out,
+                    (float)p->extrap);
+        else
+            plane_d((const double *)j->x + base, (double *)j->y + u * osz, in_w, oh, ow, &ax[r - 2], &ax[r - 1], out,
+                    p->extrap);
+    }
+}
+
+/* Units of `len` outputs each, about 16k outputs per task. */
+static int64_t grain_for(int64_t len)
+{
+    return len >= 16384 ? 1 : 16384 / (len ? len : 1);
+}
+
 /* Interpolating resize of float32/float64 data. */
 static void interpolate(dtype_t dt, const void *x, void *y, const rz_plan_t *p, const rz_axis_t *ax)
 {
@@ -484,25 +550,10 @@ static void interpolate(dtype_t dt, const void *x, void *y, const rz_plan_t *p, 
         else general_d(x, y, p, ax, p->extrap);
         return;
     }
-    int64_t str[TENSOR_MAX_DIMS], idx[TENSOR_MAX_DIMS] = {0}, planes = 1;
-    in_strides(p, str);
+    rz_job_t j = {p, ax, dt, x, y, 0};
+    int64_t planes = 1;
     for (int a = 0; a < r - 2; a++) planes *= p->out[a];
-    int64_t oh = p->out[r - 2], ow = p->out[r - 1], osz = oh * ow, in_w = p->in[r - 1];
-    for (int64_t pl = 0; pl < planes; pl++) {
-        int64_t base = 0;
-        int out = 0;
-        for (int a = 0; a < r - 2; a++) {
-            base += ax[a].idx[idx[a]] * str[a];
-            if (ax[a].outside && ax[a].outside[idx[a]]) out = 1;
-        }
-        if (dt == DT_FLOAT)
-            plane_f((const float *)x + base, (float *)y + pl * osz, in_w, oh, ow, &ax[r - 2], &ax[r - 1], out,
-                    (float)p->extrap);
-        else
-            plane_d((const double *)x + base, (double *)y + pl * osz, in_w, oh, ow, &ax[r - 2], &ax[r - 1], out,
-                    p->extrap);
-        odo_next(idx, p->out, r - 2);
-    }
+    nn_parallel(planes, grain_for(p->out[r - 2] * p->out[r - 1]), interp_planes, &j);
 }
 
 static int resize_exec(op_ctx_t *c, const rz_plan_t *p)
@@ -524,12 +575,13 @@ static int resize_exec(op_ctx_t *c, const rz_plan_t *p)
         uint64_t ebits = 0;
         tensor_t et = {.dtype = x->dtype, .ndim = 0, .data = &ebits};
         tensor_set_f64(&et, 0, p->extrap);
-        switch (dtype_size(x->dtype)) {
-        case 1: gather_u8(x->data, y->data, p, ax, *(uint8_t *)&ebits); break;
-        case 2: { uint16_t e; memcpy(&e, &ebits, 2); gather_u16(x->data, y->data, p, ax, e); } break;
-        case 4: { uint32_t e; memcpy(&e, &ebits, 4); gather_u32(x->data, y->data, p, ax, e); } break;
-        case 8: gather_u64(x->data, y->data, p, ax, ebits); break;
-        default: rc = op_fail(c, "type %s is not supported", dtype_name(x->dtype));
+        size_t es = dtype_size(x->dtype);
+        if (es != 1 && es != 2 && es != 4 && es != 8) {
+            rc = op_fail(c, "type %s is not supported", dtype_name(x->dtype));
+        } else {
+            rz_job_t j = {p, ax, x->dtype, x->data, y->data, ebits};
+            int64_t wl = p->out[p->rank - 1];
+            nn_parallel(tensor_numel(y) / wl, grain_for(wl), gather_rows, &j);
         }
     } else if (x->dtype == DT_FLOAT || x->dtype == DT_DOUBLE) {
         interpolate(x->dtype, x->data, y->data, p, ax);
