@@ -21,7 +21,9 @@ table on stdout and in build/bench/infer_vs_ort.md.
 
 Environment: PARITY_BIN (stages; default build/bin), BENCH_RUNS (default 20),
 BENCH_REPEAT (default 3), BENCH_THREADS (default "2 1"), BENCH_MODELS (names to
-keep, default all).
+keep, default all), BENCH_ORT=python (time ONNX Runtime through Python's
+onnxruntime with bench/ort_time.py, same settings, on a host without Node.js),
+BENCH_TASKSET (a CPU list, e.g. 0,1: pin both engines to those cores).
 """
 import json
 import os
@@ -34,7 +36,10 @@ import tempfile
 
 root = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 bindir = os.environ.get("PARITY_BIN") or os.path.join(root, "build", "bin")
-ort = os.path.join(root, "pipeline", "backends", "onnxruntime")
+ort_py = os.environ.get("BENCH_ORT") == "python"
+ort = [sys.executable, os.path.join(root, "bench", "ort_time.py")] if ort_py else \
+    [os.path.join(root, "pipeline", "backends", "onnxruntime")]
+pin = ["taskset", "-c", os.environ["BENCH_TASKSET"]] if os.environ.get("BENCH_TASKSET") else []
 runs = int(os.environ.get("BENCH_RUNS", "20"))
 repeat = int(os.environ.get("BENCH_REPEAT", "3"))
 threads_list = [int(t) for t in os.environ.get("BENCH_THREADS", "2 1").split()]
@@ -57,11 +62,22 @@ def fail(msg):
 
 
 def timed(cmd, tmp):
-    """Runs cmd under /usr/bin/time -v; returns peak RSS in MiB."""
-    tv = os.path.join(tmp, "time.txt")
-    p = subprocess.run(["/usr/bin/time", "-v", "-o", tv] + cmd, capture_output=True, text=True)
-    if p.returncode:
-        fail("%s failed (exit %d): %s" % (os.path.basename(cmd[0]), p.returncode, p.stderr.strip()[-400:]))
+    """Runs cmd under /usr/bin/time -v; returns its peak RSS in MiB. Where GNU
+    time is absent, the kernel's own count for the child (wait4) is used."""
+    if os.access("/usr/bin/time", os.X_OK):
+        tv = os.path.join(tmp, "time.txt")
+        p = subprocess.run(["/usr/bin/time", "-v", "-o", tv] + pin + cmd, capture_output=True, text=True)
+        err, rc = p.stderr, p.returncode
+    else:
+        p = subprocess.Popen(pin + cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        err = p.stderr.read()
+        _, status, ru = os.wait4(p.pid, 0)
+        rc = os.waitstatus_to_exitcode(status)
+    if rc:
+        fail("%s failed (exit %d): %s" % (os.path.basename(cmd[1] if ort_py and cmd[0] == sys.executable else cmd[0]),
+                                          rc, err.strip()[-400:]))
+    if not os.access("/usr/bin/time", os.X_OK):
+        return ru.ru_maxrss / 1024.0
     m = re.search(r"Maximum resident set size \(kbytes\): (\d+)", open(tv).read())
     return int(m.group(1)) / 1024.0
 
@@ -83,13 +99,19 @@ def cpu_name():
 
 def versions():
     v = {}
-    try:
-        v["onnxruntime"] = json.load(open(os.path.join(root, "node_modules", "onnxruntime-node", "package.json")))["version"]
-    except OSError:
-        fail("onnxruntime-node is not installed (run tools/deps.sh)")
+    if ort_py:
+        import onnxruntime
+        v["onnxruntime"] = "%s (Python)" % onnxruntime.__version__
+        v["node"] = "-"
+    else:
+        try:
+            v["onnxruntime"] = json.load(open(os.path.join(root, "node_modules", "onnxruntime-node",
+                                                           "package.json")))["version"]
+        except OSError:
+            fail("onnxruntime-node is not installed (run tools/deps.sh)")
+        v["node"] = subprocess.run(["node", "--version"], capture_output=True, text=True).stdout.strip()
     v["parity"] = subprocess.run([os.path.join(bindir, "infer"), "--version"], capture_output=True,
                                  text=True).stdout.strip()
-    v["node"] = subprocess.run(["node", "--version"], capture_output=True, text=True).stdout.strip()
     return v
 
 
@@ -97,13 +119,12 @@ def main():
     for exe in ("build-engine", "infer"):
         if not os.access(os.path.join(bindir, exe), os.X_OK):
             fail("%s/%s is not built (run make)" % (bindir, exe))
-    if not os.access("/usr/bin/time", os.X_OK):
-        fail("/usr/bin/time is missing (Debian package 'time'; tools/deps.sh installs it)")
     keep = set(os.environ.get("BENCH_MODELS", "").split())
     tmp = tempfile.mkdtemp(prefix="parity-bench-")
     load0 = os.getloadavg()
     ver = versions()
-    base_rss = timed(["node", "-e", "require(%r)" % os.path.join(root, "node_modules", "onnxruntime-node")], tmp)
+    base_rss = timed([sys.executable, "-c", "import onnxruntime"] if ort_py else
+                     ["node", "-e", "require(%r)" % os.path.join(root, "node_modules", "onnxruntime-node")], tmp)
     rows = []
     for name, model, inp in MODELS:
         if keep and name not in keep:
@@ -120,7 +141,7 @@ def main():
             ps, os_ = os.path.join(tmp, "p.json"), os.path.join(tmp, "o.json")
             pcmd = [os.path.join(bindir, "infer"), engine, "-i", inp, "-o", os.path.join(tmp, "pout"),
                     "--threads", str(th), "--stats", ps]
-            ocmd = [ort, "run", "--model", model, "--input", inp, "--output", os.path.join(tmp, "oout"),
+            ocmd = ort + ["run", "--model", model, "--input", inp, "--output", os.path.join(tmp, "oout"),
                     "--threads", str(th), "--stats", os_]
             timed(pcmd + ["--runs", "1"], tmp)              # warm-up: file cache, lazy loading
             timed(ocmd + ["--runs", "1"], tmp)
@@ -141,7 +162,8 @@ def main():
             print("  %-18s threads %d: parity %8.2f ms  onnxruntime %8.2f ms  ratio %.2f" %
                   (name, th, p_med, o_med, r["ratio"]), file=sys.stderr)
 
-    machine = {"cpu": cpu_name(), "cpus": os.cpu_count(), "system": platform.platform(),
+    machine = {"cpu": cpu_name(), "cpus": os.cpu_count(), "pinned_to": os.environ.get("BENCH_TASKSET"),
+               "system": platform.platform(),
                "load_average_at_start": [round(x, 2) for x in load0],
                "load_average_at_end": [round(x, 2) for x in os.getloadavg()]}
     result = {"benchmark": "parity FP32 infer vs ONNX Runtime (onnxruntime-node, CPU)", "machine": machine,
@@ -154,11 +176,14 @@ def main():
             r["parity"]["peak_rss_mib"], r["onnxruntime"]["peak_rss_mib"]))
     notes = ("Latency: median over %d alternating rounds of the median of %d runs in one process (load and "
              "session creation untimed), after one untimed warm-up invocation; same thread count for both; ratio "
-             "below 1 means parity is faster. %s, %d CPUs, load average %s at the start and %s at the end; "
-             "onnxruntime-node %s on Node.js %s. ORT's peak RSS includes Node.js and the library: %.1f MiB with no "
+             "below 1 means parity is faster. %s, %d CPUs%s, load average %s at the start and %s at the end; "
+             "ONNX Runtime %s%s. ORT's peak RSS includes the %s runtime and the library: %.1f MiB with no "
              "session loaded."
-             % (repeat, runs, machine["cpu"], machine["cpus"], " / ".join("%.1f" % x for x in load0),
-                " / ".join("%.1f" % x for x in machine["load_average_at_end"]), ver["onnxruntime"], ver["node"],
+             % (repeat, runs, machine["cpu"], machine["cpus"],
+                " (both pinned to CPUs %s)" % machine["pinned_to"] if machine["pinned_to"] else "",
+                " / ".join("%.1f" % x for x in load0),
+                " / ".join("%.1f" % x for x in machine["load_average_at_end"]), ver["onnxruntime"],
+                "" if ort_py else " (onnxruntime-node) on Node.js " + ver["node"], "Python" if ort_py else "Node.js",
                 base_rss))
     md = "\n".join(table) + "\n\n" + notes + "\n"
     os.makedirs(outdir, exist_ok=True)
