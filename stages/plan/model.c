@@ -1,0 +1,252 @@
+/* model.c — reading configs/models/NAME.yaml (schema: docs/config.md).
+ * Variants and precisions are names of files in configs/preprocess/ and
+ * configs/precisions/, or inline mappings, which are written out as files
+ * under build/NAME/configs/ (rewritten only when their content changes, so
+ * make's timestamps stay meaningful). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "model.h"
+#include "util/fsutil.h"
+
+static const char *const model_keys[] = {
+    "name", "description", "model", "inputs", "input_shapes", "dataset.gt", "dataset.images", "variants",
+    "preprocess", "precisions", "reference.variant", "reference.precision", "compare.atol", "compare.rtol",
+    "compare.check_error_stat", "compare.outputs", "detection", "thresholds.max_map_drop",
+    "thresholds.min_map", "thresholds.require_compare", "layerwise_sample", "depends", NULL};
+
+int safe_name(const char *s)
+{
+    if (!s || !*s) return 0;
+    for (; *s; s++)
+        if (!((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') ||
+              *s == '.' || *s == '_' || *s == '-'))
+            return 0;
+    return 1;
+}
+
+int safe_path(const char *s)
+{
+    if (!s || !*s || strstr(s, "..")) return 0;
+    for (; *s; s++)
+        if (!((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') ||
+              *s == '.' || *s == '_' || *s == '-' || *s == '/' || *s == '+'))
+            return 0;
+    return 1;
+}
+
+static int get_checked(const model_cfg_t *m, const cfg_node_t *nd, const char *key, int path, char **out, perr_t *e)
+{
+    const char *s;
+    if (cfg_node_str(nd, key, &s, e) < 0) return -1;
+    if (path ? !safe_path(s) : !safe_name(s)) {
+        char where[256];
+        return BAD(e, "%s: %s: '%s' is not allowed (%s)", cfg_node_where(nd, where, sizeof where), key, s,
+                   path ? "paths use only letters, digits and . _ - / +, without '..'"
+                        : "names use only letters, digits and . _ -");
+    }
+    *out = xstrdup(s);
+    (void)m;
+    return 0;
+}
+
+/* Writes text to path unless the file already holds exactly that. */
+static int write_if_changed(const char *path, const char *text, perr_t *e)
+{
+    char *old;
+    size_t n;
+    perr_t ignore = {0};
+    if (!read_file(path, &old, &n, &ignore)) {
+        int same = n == strlen(text) && !memcmp(old, text, n);
+        free(old);
+        if (same) return 0;
+    }
+    return atomic_write(path, text, strlen(text), e);
+}
+
+/* An entry of variants: / precisions: a name, or {name: N, config: {...}}. */
+static int load_entry(model_cfg_t *m, const cfg_node_t *nd, const char *what, const char *dir,
+                      const char *build_dir, char **name, char **file, perr_t *e)
+{
+    char where[256];
+    if (nd->kind == CFG_SCALAR) {
+        if (get_checked(m, nd, what, 0, name, e)) return -1;
+        size_t l = strlen(dir) + strlen(*name) + 8;
+        *file = xmalloc(l);
+        snprintf(*file, l, "%s/%s.yaml", dir, *name);
+        if (!file_exists(*file))
+            return BAD(e, "%s: %s '%s': no such file %s", cfg_node_where(nd, where, sizeof where), what, *name, *file);
+        return 0;
+    }
+    if (nd->kind != CFG_MAP) return BAD(e, "%s: %s: expected a name or {name, config}", cfg_node_where(nd, where, sizeof where), what);
+    const cfg_node_t *nn = cfg_map_get(nd, "name"), *cc = cfg_map_get(nd, "config");
+    if (!nn || !cc || cc->kind != CFG_MAP)
+        return BAD(e, "%s: %s: an inline entry needs 'name' and a 'config' mapping", cfg_node_where(nd, where, sizeof where), what);
+    if (get_checked(m, nn, "name", 0, name, e)) return -1;
+    json_t *j = cfg_node_to_json(cc);
+    char *text = json_dumps(j, JSON_SORT_KEYS | JSON_INDENT(1));
+    json_decref(j);
+    size_t l = strlen(build_dir) + strlen(what) + strlen(*name) + 32;
+    *file = xmalloc(l);
+    snprintf(*file, l, "%s/configs", build_dir);
+    int rc = mkdir_p(*file, e);
+    snprintf(*file, l, "%s/configs/%s-%s.yaml", build_dir, what, *name);
+    if (!rc) rc = write_if_changed(*file, text, e);   /* JSON is YAML */
+    free(text);
+    return rc;
+}
+
+static int load_list(model_cfg_t *m, const char *key, const char *dir, const char *build_dir, perr_t *e)
+{
+    const cfg_node_t *l = config_get(m->cfg, key);
+    char where[256];
+    if (!l) return BAD(e, "%s: %s: required key missing", m->path, key);
+    if (l->kind != CFG_SEQ || l->n == 0 || l->n > PLAN_MAX)
+        return BAD(e, "%s: %s: expected a list of 1 to %d names", cfg_node_where(l, where, sizeof where), key, PLAN_MAX);
+    for (int64_t i = 0; i < l->n; i++) {
+        char *name = NULL, *file = NULL;
+        const char *what = !strcmp(key, "variants") ? "variant" : "precision";
+        if (load_entry(m, l->items[i], what, !strcmp(key, "variants") ? "configs/preprocess" : "configs/precisions",
+                       build_dir, &name, &file, e))
+            return -1;
+        if (!strcmp(key, "variants")) {
+            m->variants[m->n_variants].name = name;
+            m->variants[m->n_variants++].config = file;
+        } else {
+            m->precisions[m->n_precisions].name = name;
+            m->precisions[m->n_precisions++].config = file;
+        }
+    }
+    return 0;
+}
+
+static int find_index(const model_cfg_t *m, const char *key, int variants, int *out, perr_t *e)
+{
+    const char *s;
+    int r = config_str(m->cfg, key, &s, e);
+    if (r < 0) return -1;
+    if (r == 0) { *out = 0; return 0; }   /* default: the first */
+    int n = variants ? m->n_variants : m->n_precisions;
+    for (int i = 0; i < n; i++)
+        if (!strcmp(variants ? m->variants[i].name : m->precisions[i].name, s)) { *out = i; return 0; }
+    char where[256];
+    return BAD(e, "%s: %s: '%s' is not one of the %s", cfg_node_where(config_get(m->cfg, key), where, sizeof where),
+               key, s, variants ? "variants" : "precisions");
+}
+
+static int load_map_pairs(model_cfg_t *m, const char *key, char **dst, int *n, int shapes, perr_t *e)
+{
+    const cfg_node_t *mp = config_get(m->cfg, key);
+    char where[256];
+    if (!mp) return 0;
+    if (mp->kind != CFG_MAP || mp->n > PLAN_MAX) return BAD(e, "%s: %s: expected a mapping", cfg_node_where(mp, where, sizeof where), key);
+    for (int64_t i = 0; i < mp->n; i++) {
+        const char *v;
+        if (cfg_node_str(mp->items[i], mp->keys[i], &v, e) < 0) return -1;
+        int okk = shapes ? safe_name(mp->keys[i]) : safe_path(mp->keys[i]);
+        int okv = shapes ? safe_name(v) : (safe_path(v) || (v[0] == '[' && !strpbrk(v, "$`;'\"\\")));
+        if (!okk || !okv)
+            return BAD(e, "%s: %s.%s: '%s' is not allowed (letters, digits and . _ - / + only)",
+                       cfg_node_where(mp->items[i], where, sizeof where), key, mp->keys[i], v);
+        size_t l = strlen(mp->keys[i]) + strlen(v) + 2;
+        dst[*n] = xmalloc(l);
+        snprintf(dst[(*n)++], l, "%s=%s", mp->keys[i], v);
+    }
+    return 0;
+}
+
+static int load_tolerances(model_cfg_t *m, perr_t *e)
+{
+    m->atol = 1e-5;
+    m->rtol = 1e-5;
+    if (config_double(m->cfg, "compare.atol", &m->atol, e) < 0) return -1;
+    if (config_double(m->cfg, "compare.rtol", &m->rtol, e) < 0) return -1;
+    const char *stat = "elemwise";
+    if (config_str(m->cfg, "compare.check_error_stat", &stat, e) < 0) return -1;
+    if (!safe_name(stat)) return BAD(e, "%s: compare.check_error_stat: '%s' is not allowed", m->path, stat);
+    m->error_stat = xstrdup(stat);
+    const cfg_node_t *outs = config_get(m->cfg, "compare.outputs");
+    char where[256];
+    if (!outs) return 0;
+    if (outs->kind != CFG_MAP || outs->n > PLAN_MAX)
+        return BAD(e, "%s: compare.outputs: expected a mapping of tensor name to {atol, rtol}", cfg_node_where(outs, where, sizeof where));
+    for (int64_t i = 0; i < outs->n; i++) {
+        tensor_tol_t *t = &m->tols[m->n_tols++];
+        if (!safe_path(outs->keys[i]))
+            return BAD(e, "%s: compare.outputs: tensor name '%s' is not allowed", cfg_node_where(outs, where, sizeof where), outs->keys[i]);
+        t->name = xstrdup(outs->keys[i]);
+        t->atol = m->atol;
+        t->rtol = m->rtol;
+        const cfg_node_t *a = cfg_map_get(outs->items[i], "atol"), *r = cfg_map_get(outs->items[i], "rtol");
+        if ((a && cfg_node_double(a, "atol", &t->atol, e) < 0) || (r && cfg_node_double(r, "rtol", &t->rtol, e) < 0)) return -1;
+    }
+    return 0;
+}
+
+int model_load(model_cfg_t *m, const char *path, const char *build_dir, perr_t *e)
+{
+    memset(m, 0, sizeof *m);
+    m->path = xstrdup(path);
+    m->max_map_drop = m->min_map = -1;
+    m->require_compare = 1;
+    m->cfg = config_load(path, e);
+    if (!m->cfg) return -1;
+    if (config_check_keys(m->cfg, model_keys, e)) return -1;
+    const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+    char *stem = xstrndup(base, strcspn(base, "."));
+    const char *name = stem;
+    if (config_str(m->cfg, "name", &name, e) < 0) { free(stem); return -1; }
+    if (!safe_name(name)) { BAD(e, "%s: name '%s' is not allowed (letters, digits and . _ -)", path, name); free(stem); return -1; }
+    m->name = xstrdup(name);
+    free(stem);
+    const cfg_node_t *nd;
+    if (!(nd = config_get(m->cfg, "model"))) return BAD(e, "%s: model: required key missing", path);
+    if (get_checked(m, nd, "model", 1, &m->model, e)) return -1;
+    if ((nd = config_get(m->cfg, "inputs")) && get_checked(m, nd, "inputs", 1, &m->inputs, e)) return -1;
+    if ((nd = config_get(m->cfg, "dataset.gt")) && get_checked(m, nd, "dataset.gt", 1, &m->gt, e)) return -1;
+    if ((nd = config_get(m->cfg, "dataset.images")) && get_checked(m, nd, "dataset.images", 1, &m->images, e)) return -1;
+    if (!m->inputs == !m->gt) return BAD(e, "%s: give either inputs (ready tensor sets) or dataset.gt (images to preprocess)", path);
+    if (m->gt && !m->images) return BAD(e, "%s: dataset.images: required with dataset.gt", path);
+    if (load_map_pairs(m, "input_shapes", m->shapes, &m->n_shapes, 1, e)) return -1;
+    if (load_map_pairs(m, "preprocess", m->pre_set, &m->n_pre_set, 0, e)) return -1;
+    if (m->gt) {
+        if (load_list(m, "variants", "configs/preprocess", build_dir, e)) return -1;
+    } else {
+        if (config_get(m->cfg, "variants")) return BAD(e, "%s: variants need a dataset (inputs are used as they are)", path);
+        m->variants[0].name = xstrdup("inputs");
+        m->variants[0].config = NULL;
+        m->n_variants = 1;
+    }
+    if (load_list(m, "precisions", "configs/precisions", build_dir, e)) return -1;
+    if (m->gt && find_index(m, "reference.variant", 1, &m->ref_variant, e)) return -1;
+    if (find_index(m, "reference.precision", 0, &m->ref_precision, e)) return -1;
+    if (load_tolerances(m, e)) return -1;
+    m->detection = config_get(m->cfg, "detection") != NULL;
+    if (m->detection && !m->gt) return BAD(e, "%s: detection: needs a dataset to evaluate against", path);
+    if (config_double(m->cfg, "thresholds.max_map_drop", &m->max_map_drop, e) < 0) return -1;
+    if (config_double(m->cfg, "thresholds.min_map", &m->min_map, e) < 0) return -1;
+    if (config_bool(m->cfg, "thresholds.require_compare", &m->require_compare, e) < 0) return -1;
+    if ((nd = config_get(m->cfg, "layerwise_sample")) && get_checked(m, nd, "layerwise_sample", 0, &m->layerwise_sample, e))
+        return -1;
+    if ((nd = config_get(m->cfg, "depends"))) {
+        char where[256];
+        if (nd->kind != CFG_SEQ || nd->n > PLAN_MAX) return BAD(e, "%s: depends: expected a list of paths", cfg_node_where(nd, where, sizeof where));
+        for (int64_t i = 0; i < nd->n; i++)
+            if (get_checked(m, nd->items[i], "depends", 1, &m->depends[m->n_depends++], e)) return -1;
+    }
+    return 0;
+}
+
+void model_free(model_cfg_t *m)
+{
+    for (int i = 0; i < m->n_variants; i++) { free(m->variants[i].name); free(m->variants[i].config); }
+    for (int i = 0; i < m->n_precisions; i++) { free(m->precisions[i].name); free(m->precisions[i].config); }
+    for (int i = 0; i < m->n_shapes; i++) free(m->shapes[i]);
+    for (int i = 0; i < m->n_pre_set; i++) free(m->pre_set[i]);
+    for (int i = 0; i < m->n_tols; i++) free(m->tols[i].name);
+    free(m->name); free(m->path); free(m->model); free(m->inputs); free(m->gt); free(m->images);
+    free(m->error_stat); free(m->layerwise_sample);
+    for (int i = 0; i < m->n_depends; i++) free(m->depends[i]);
+    if (m->cfg) config_free(m->cfg);
+    memset(m, 0, sizeof *m);
+}

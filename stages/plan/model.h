@@ -1,0 +1,55 @@
+/* model.h — a validation config (configs/models/NAME.yaml), read and
+ * validated: every name and path that will reach make or a shell is checked
+ * against a safe alphabet here, so a config can never run a command. */
+#ifndef PARITY_PLAN_MODEL_H
+#define PARITY_PLAN_MODEL_H
+
+#include "config/config.h"
+
+#define PLAN_MAX 32
+
+typedef struct variant {
+    char *name;
+    char *config;        /* path of its preprocess YAML */
+} variant_t;
+
+typedef struct precision_cfg {
+    char *name;
+    char *config;        /* path of its precision YAML */
+} precision_cfg_t;
+
+typedef struct tensor_tol {
+    char *name;
+    double atol, rtol;
+} tensor_tol_t;
+
+typedef struct model_cfg {
+    char *name;
+    char *path;                 /* configs/models/NAME.yaml */
+    char *model;                /* ONNX file */
+    char *inputs;               /* ready tensor set(s), or NULL with a dataset */
+    char *gt, *images;          /* dataset, or NULL */
+    char *shapes[PLAN_MAX]; int n_shapes;      /* "NAME=1x3x320x320" */
+    char *pre_set[PLAN_MAX]; int n_pre_set;    /* "KEY=VALUE" for every variant */
+    variant_t variants[PLAN_MAX]; int n_variants;
+    precision_cfg_t precisions[PLAN_MAX]; int n_precisions;
+    int ref_variant, ref_precision;
+    double atol, rtol;
+    char *error_stat;
+    tensor_tol_t tols[PLAN_MAX]; int n_tols;
+    int detection;              /* has a detection: section (map-eval) */
+    double max_map_drop;        /* AP points; < 0 = no threshold */
+    double min_map;             /* AP of the reference; < 0 = none */
+    int require_compare;        /* every cell must pass compare */
+    char *layerwise_sample;     /* sample folder name for layerwise dumps, or NULL */
+    char *depends[PLAN_MAX]; int n_depends;   /* files the Makefile makes first (generated models) */
+    config_t *cfg;
+} model_cfg_t;
+
+int model_load(model_cfg_t *m, const char *path, const char *build_dir, perr_t *e);
+void model_free(model_cfg_t *m);
+/* Checks a name against [A-Za-z0-9._-]+ and a path against [A-Za-z0-9._/+-]+. */
+int safe_name(const char *s);
+int safe_path(const char *s);
+
+#endif
