@@ -1,0 +1,50 @@
+/* report.h — the results of a validation, gathered from the cells' JSON
+ * (plan.json names every file), the checks and their verdicts, and the
+ * writers for people (HTML), CI (JUnit, Markdown) and machines (JSON). */
+#ifndef PARITY_REPORT_H
+#define PARITY_REPORT_H
+
+#include <jansson.h>
+#include "util/err.h"
+
+typedef struct check {
+    char cell[256];
+    char name[32];          /* compare | map_drop | min_map | finite */
+    int passed;
+    char reason[2048];      /* why, in words */
+} check_t;
+
+typedef struct cell {
+    json_t *plan;           /* the cell's entry in plan.json (borrowed) */
+    const char *name, *variant, *precision;
+    int is_reference;
+    json_t *compare, *map, *layerwise, *local, *stats;   /* owned, NULL if absent */
+    double ap, ap50;        /* -1 without map-eval */
+    double max_abs, max_rel_p99, snr_db;  /* worst output tensor; -1 without compare */
+    int nonfinite;          /* NaN/Inf values in the cell's outputs (from compare) */
+    double median_ms;
+} cell_t;
+
+typedef struct report {
+    json_t *plan;
+    const char *model;
+    cell_t *cells;
+    int n_cells;
+    check_t *checks;
+    int n_checks;
+    int failed;
+} report_t;
+
+int report_load(report_t *r, const char *plan_path, const char *cells, perr_t *e);
+void report_evaluate(report_t *r);
+void report_free(report_t *r);
+
+int write_results_json(const report_t *r, const char *path, perr_t *e);
+int write_summary_md(const report_t *r, const char *path, perr_t *e);
+int write_junit(const report_t *r, const char *path, perr_t *e);
+int write_html(const report_t *r, const char *path, perr_t *e);
+
+/* Prints the verdict of a results.json; returns 0 pass, 1 fail, 2 bad input. */
+int print_verdict(const char *results_path);
+
+#endif
