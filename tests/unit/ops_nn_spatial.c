@@ -372,8 +372,14 @@ static void test_threads(void)
     set_int(&t, "group", 16);
     set_ints(&t, "pads", 4, one);
     ok(same_bits(&t, (const tensor_t *[]){x, dw}), "depthwise Conv gives the same bits at 1 and 3 threads");
+    int64_t td[4] = {16, 8, 3, 3}, s2[2] = {2, 2};
+    tensor_t *tw = random_tensor(DT_FLOAT, 4, td, -1, 1);
+    node_init(&t, "ConvTranspose", 11, 2, 1);
+    set_ints(&t, "strides", 2, s2);
+    ok(same_bits(&t, (const tensor_t *[]){x, tw}), "ConvTranspose gives the same bits at 1 and 3 threads");
+    tensor_free(tw);
     node_init(&t, "MaxPool", 12, 1, 1);
-    int64_t k[2] = {3, 3}, s2[2] = {2, 2};
+    int64_t k[2] = {3, 3};
     set_ints(&t, "kernel_shape", 2, k);
     set_ints(&t, "strides", 2, s2);
     ok(same_bits(&t, (const tensor_t *[]){x}), "MaxPool gives the same bits at 1 and 3 threads");
