@@ -1,0 +1,86 @@
+#!/bin/bash
+# make validate as a user runs it, on the unet-attn and convclip reproducers:
+# verdicts, the no-op rerun, the partial rerun after editing one precision
+# config, an interrupted run (SIGINT) rerun to the same results, and configs
+# that try to inject commands.
+cd "$(dirname "$0")/../.." || exit 2
+n=0; failed=0
+ok() { n=$((n+1)); if [ "$1" = 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; failed=$((failed+1)); fi; }
+bin=${PARITY_BIN:-build/bin}
+tmp=$(mktemp -d /tmp/parity-pipeline-XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+strip_timing() { /usr/bin/python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+for c in d["cells"]: c.pop("median_ms", None)
+print(json.dumps(d, sort_keys=True))' "$1"; }
+
+# 1. verdicts: unet-attn passes, convclip fails at Polygraphy's default tolerances
+rm -rf build/unet-attn reports/unet-attn build/convclip reports/convclip
+make -s validate MODEL=unet-attn > "$tmp/u1" 2>&1; rc=$?
+ok $([ $rc = 0 ] && grep -q "validate: unet-attn: PASS" "$tmp/u1"; echo $?) "unet-attn validates and passes"
+make -s validate MODEL=convclip > "$tmp/c1" 2>&1; rc=$?
+ok $([ $rc != 0 ] && grep -q "convclip: FAIL" "$tmp/c1" && grep -q "first failing tensor: /conv/Conv_output_0" "$tmp/c1"; echo $?) \
+   "convclip fails with the diagnosis naming the first diverging tensor (non-zero exit)"
+for f in index.html summary.md junit.xml results.json; do
+  ok $([ -s reports/convclip/$f ]; echo $?) "report writes reports/convclip/$f"
+done
+ok $(grep -q '<failure message="tf32: outputs differ' reports/convclip/junit.xml; echo $?) "junit.xml carries the failing check with its reason"
+
+# 2. nothing changed: the second run does nothing and says so
+make validate MODEL=unet-attn > "$tmp/u2" 2>&1
+ok $(grep -q "nothing changed since the last run" "$tmp/u2" && ! grep -qE "ENGINE|INFER|COMPARE|REPORT" "$tmp/u2"; echo $?) \
+   "a rerun with nothing changed runs no stage and says so"
+
+# 3. editing one precision config reruns only the cells that use it
+touch configs/precisions/fp16.yaml
+make validate MODEL=unet-attn > "$tmp/u3" 2>&1
+ok $(grep -q "ENGINE  unet-attn fp16" "$tmp/u3" && ! grep -q "ENGINE  unet-attn fp32" "$tmp/u3" \
+     && ! grep -q "INFER   unet-attn inputs__fp32" "$tmp/u3"; echo $?) "touching fp16.yaml rebuilds the fp16 cell only"
+
+# 4. an interrupted run, rerun, gives the same results as an uninterrupted one
+strip_timing reports/unet-attn/results.json > "$tmp/whole.json"
+rm -rf build/unet-attn reports/unet-attn
+set -m   # the background make gets its own process group, as a terminal's job would
+make validate MODEL=unet-attn > "$tmp/u4" 2>&1 &
+pid=$!
+set +m
+for i in $(seq 1 400); do grep -q "INFER" "$tmp/u4" && break; sleep 0.02; done
+kill -INT -- -$pid 2>/dev/null; wait $pid; rc=$?
+# interrupted before the report: no results.json may exist (a finished run is no test of this)
+ok $([ $rc != 0 ] && [ ! -f reports/unet-attn/results.json ]; echo $?) "an interrupted run (exit $rc) leaves no report that looks done"
+make -s validate MODEL=unet-attn > "$tmp/u5" 2>&1
+strip_timing reports/unet-attn/results.json > "$tmp/again.json"
+ok $(cmp -s "$tmp/whole.json" "$tmp/again.json"; echo $?) "rerun after SIGINT gives the same results"
+
+# 5. configs cannot run commands: names and paths outside the safe alphabet are refused
+inject() {
+  printf '%s\n' "$2" > "$tmp/evil.yaml"
+  rm -f "$tmp/pwned"
+  "$bin/plan" "$tmp/evil.yaml" -o "$tmp/out" > "$tmp/evil.out" 2>&1; rc=$?
+  ok $([ $rc = 2 ] && [ ! -e "$tmp/pwned" ] && [ ! -e "$tmp/out/plan.mk" ] && [ $(wc -l < "$tmp/evil.out") = 1 ]; echo $?) "$1"
+}
+inject "a \$(shell ...) model path is refused" "model: \$(shell touch $tmp/pwned)
+inputs: x
+precisions: [fp32]"
+inject "a backquoted path is refused" "model: \`touch $tmp/pwned\`.onnx
+inputs: x
+precisions: [fp32]"
+inject "'; rm' in a precision name is refused" "model: m.onnx
+inputs: x
+precisions: ['fp32; rm -rf $tmp']"
+inject "a \$(shell) model name is refused" "name: \$(shell touch $tmp/pwned)
+model: m.onnx
+inputs: x
+precisions: [fp32]"
+inject "a path leaving the tree with .. is refused" "model: ../../etc/passwd
+inputs: x
+precisions: [fp32]"
+inject "a quote in a --set value is refused" "model: m.onnx
+dataset: {gt: g.json, images: i}
+variants: [rtdetr-official]
+preprocess: {resize.size: \"320x320' ; touch $tmp/pwned; '\"}
+precisions: [fp32]"
+ok $([ ! -e "$tmp/pwned" ]; echo $?) "no injected command ever ran"
+echo "1..$n"
+[ $failed = 0 ]
