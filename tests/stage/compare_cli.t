@@ -99,6 +99,11 @@ ok(one_line_error(rc, err, "NAME=atol,rtol"), "a malformed --per-tensor: exit 2"
 rc, out, err = run("compare", path("treeA"), path("ref"))
 ok(one_line_error(rc, err, "cannot pair"), "a folder of 2 samples against one set: exit 2", err)
 
+os.makedirs(path("empty1"))
+os.makedirs(path("empty2"))
+rc, out, err = run("compare", path("empty1"), path("empty2"))
+ok(one_line_error(rc, err, "nothing to compare"), "two empty folders: exit 2, nothing to compare", err)
+
 # deterministic: the same inputs give the same bytes
 j1, j2 = path("d1.json"), path("d2.json")
 r1 = run("compare", path("treeA"), path("treeB"), "--json", j1)

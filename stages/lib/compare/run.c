@@ -248,5 +248,6 @@ int cmp_run(const cmp_side_t *a, const cmp_side_t *b, const cmp_config_t *cfg, c
     cmp_work_free(w);
     free(ia);
     free(ib);
+    if (!rc && rep->n == 0) rc = BAD(e, "%s and %s hold no tensors: nothing to compare", a->path, b->path);
     return rc;
 }

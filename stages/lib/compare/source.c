@@ -339,7 +339,7 @@ int set_open(const cmp_side_t *s, int sample, cmp_set_t *set, perr_t *e)
     }
     if (!rc) {
         /* names sorted for lookups; a name held twice is ambiguous */
-        qsort(set->ent, (size_t)set->n, sizeof *set->ent, cmp_names);
+        if (set->n > 1) qsort(set->ent, (size_t)set->n, sizeof *set->ent, cmp_names);
         for (int i = 1; i < set->n && !rc; i++)
             if (!strcmp(set->ent[i].name, set->ent[i - 1].name))
                 rc = BAD(e, "%s%s%s: tensor '%s' appears twice", s->path, r->id[0] ? " sample " : "", r->id, set->ent[i].name);
