@@ -99,7 +99,7 @@ ok([r["tensor"] for r in rows] == ["images"] + [out_name(i, ops[i]) for i in ran
    "rows follow the execution order, the graph input first")
 ok(all(r["status"] == "pass" for r in rows[:8]) and all(r["status"] == "fail" for r in rows[8:]),
    "layers before 7 pass (jitter below tolerance), 7 and everything after fail")
-ok("first failing: %s (%s, layer /blocks.7/%s, fp16)" % (out_name(7, ops[7]), ops[7], ops[7]) in out,
+ok("first failing: %s (%s) in layer /blocks.7/%s, fp16" % (out_name(7, ops[7]), ops[7], ops[7]) in out,
    "the text names the first failing tensor with its op, layer and precision", out)
 table = [l for l in out.splitlines() if l.strip().endswith(out_name(7, ops[7]))]
 ok(len(table) == 1 and "FAIL" in table[0], "the table has a row per layer with the error (%s)" % table)
@@ -119,7 +119,8 @@ s = js["layerwise"]["samples"][0]
 fn = s["first_nonfinite"] or {}
 ok(rc == 1 and fn.get("tensor") == out_name(12, "Pow") and fn.get("op") == "Pow",
    "the first tensor holding Inf is named separately (%s)" % fn.get("tensor"), out)
-ok("first non-finite: %s (Pow" % out_name(12, "Pow") in out, "the text says 'first non-finite: NAME (Pow ...'", out)
+ok("first non-finite: %s (Pow) in layer /blocks.12/Pow, fp16" % out_name(12, "Pow") in out,
+   "the text says 'first non-finite: NAME (Pow)' and the layer", out)
 ok("FP16 overflow" in s["diagnosis"] and "beyond the FP16 range" in s["diagnosis"],
    "diagnosis: FP16 overflow, the reference holds values beyond 65504 there", s["diagnosis"])
 
@@ -175,7 +176,7 @@ d16 = e16 and infer(e16, os.path.join(d, "input"), "--dump", "all")
 if d32 and d16:
     rc, js, out = lw(d16, d32, l16, "--atol", "1e-3", "--rtol", "1e-2")
     s = js["layerwise"]["samples"][0]
-    ok(rc == 1 and "first non-finite: /block/norm1/LayerNorm/sq (Pow" in out
+    ok(rc == 1 and "first non-finite: /block/norm1/LayerNorm/sq (Pow)" in out
        and "precision issue (FP16 overflow)" in s["diagnosis"] and "opset >= 17" in s["diagnosis"],
        "nafnet-ln FP16: compare names the LayerNorm's Pow as the first non-finite tensor, an FP16 overflow", out)
     dl = infer(e16, os.path.join(d, "input"), "--dump", "all", "--reference", d32)

@@ -44,9 +44,9 @@ static void text_finding(FILE *f, const char *what, const lw_result_t *r, const 
 {
     if (row < 0) return;
     const lw_row_t *x = &s->rows[row];
-    fprintf(f, "%s: %s (%s", what, x->res.name, row_op(r, x));
-    if (x->layer >= 0) fprintf(f, ", layer %s, %s", r->L->l[x->layer].name, row_prec(r, x));
-    fprintf(f, ")\n");
+    fprintf(f, "%s: %s (%s)", what, x->res.name, row_op(r, x));
+    if (x->layer >= 0) fprintf(f, " in layer %s, %s", r->L->l[x->layer].name, row_prec(r, x));
+    fputc('\n', f);
 }
 
 void lw_text(FILE *f, const lw_result_t *r, const cmp_report_t *hdr)
