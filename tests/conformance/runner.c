@@ -321,6 +321,7 @@ int main(int argc, char **argv)
         free_list(tests, n);
     }
     remove_tree(work);
+    if (filter) regfree(&re);
     printf("1..%d\n", t);
     printf("%d passed, %d failed, %d skipped\n", passed, failed, skipped);
     return failed ? 1 : 0;

@@ -223,7 +223,7 @@ static void set_from_f64(tensor_t *t, int64_t i, double v)
     case DT_UINT8: ((uint8_t *)p)[i] = SAT_CAST(uint8_t, 0, UINT8_MAX, v); break;
     case DT_UINT16: ((uint16_t *)p)[i] = SAT_CAST(uint16_t, 0, UINT16_MAX, v); break;
     case DT_UINT32: ((uint32_t *)p)[i] = SAT_CAST(uint32_t, 0, UINT32_MAX, v); break;
-    case DT_UINT64: ((uint64_t *)p)[i] = SAT_CAST(uint64_t, 0, 1.8446744073709550e19, v); break;
+    case DT_UINT64: ((uint64_t *)p)[i] = SAT_CAST(uint64_t, 0, 18446744073709549568.0, v); break;
     default: break;
     }
 }
