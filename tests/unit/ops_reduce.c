@@ -3,7 +3,7 @@
  * here independently: explicit coordinate loops in double, one pass per
  * output element, no collapsing or fast paths. Covers Reduce* over many axis
  * sets, keepdims, axes as attribute vs input (opset 13/18),
- * noop_with_empty_axes, empty reductions; Softmax/LogSoftmax/Hardmax at
+ * noop_with_empty_axes, empty reductions, NaN; Softmax/LogSoftmax/Hardmax at
  * opset 11 (coerced to 2-D) vs opset 13 (one axis); ArgMax/ArgMin, TopK
  * (ties, NaN), CumSum; and that bad attributes fail cleanly. */
 #include <math.h>
