@@ -151,7 +151,7 @@ int main(int argc, char **argv)
     perr_t e = {0};
     phase(NULL);
     coco_gt_t gt;
-    if (coco_gt_load(gt_path, &gt, &e)) die(&e);
+    if (coco_gt_load(gt_path, nthreads, &gt, &e)) die(&e);
     phase("gt");
     coco_dets_t dets;
     if (is_dir(dt_path)) {
@@ -164,7 +164,7 @@ int main(int argc, char **argv)
     } else {
         if (decode_file || nsets || ndopt)
             die_usage(prog, "decoding options apply only when --dt is a folder");
-        if (coco_dets_load(dt_path, &dets, &e)) die(&e);
+        if (coco_dets_load(dt_path, nthreads, &dets, &e)) die(&e);
     }
     phase("dt");
     coco_eval_t ev;

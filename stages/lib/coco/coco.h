@@ -73,10 +73,11 @@ typedef struct coco_dets {
     coco_det_t *d;
 } coco_dets_t;
 
-/* Loads a COCO ground-truth JSON. Requires images[].id, categories[].id and
+/* Loads a COCO ground-truth JSON (the annotations parsed on nthreads
+ * threads; the result does not depend on it). Requires images[].id, categories[].id and
  * annotations[] with id, image_id, category_id, bbox (4 finite numbers,
  * w, h >= 0), area (finite, >= 0) and iscrowd (0 or 1). */
-int coco_gt_load(const char *path, coco_gt_t *gt, perr_t *e);
+int coco_gt_load(const char *path, int nthreads, coco_gt_t *gt, perr_t *e);
 void coco_gt_free(coco_gt_t *gt);
 /* Index of an image / category id in the sorted lists, -1 when absent. */
 int64_t coco_gt_img_index(const coco_gt_t *gt, int64_t image_id);
@@ -85,7 +86,7 @@ int64_t coco_gt_cat_index(const coco_gt_t *gt, int64_t category_id);
 /* Loads a COCO results JSON (a list of {image_id, category_id, bbox, score};
  * other fields are ignored). Every field is checked: finite numbers,
  * w, h >= 0. */
-int coco_dets_load(const char *path, coco_dets_t *d, perr_t *e);
+int coco_dets_load(const char *path, int nthreads, coco_dets_t *d, perr_t *e);
 /* Writes the standard COCO results JSON (atomically). Numbers keep 17
  * significant digits, so reading the file back evaluates identically. */
 int coco_dets_write(const char *path, const coco_dets_t *d, perr_t *e);

@@ -44,7 +44,7 @@ static int load_dom(const char *buf, size_t len, const char *path, coco_dets_t *
     return rc;
 }
 
-int coco_dets_load(const char *path, coco_dets_t *d, perr_t *e)
+int coco_dets_load(const char *path, int nthreads, coco_dets_t *d, perr_t *e)
 {
     memset(d, 0, sizeof *d);
     char *buf;
@@ -60,7 +60,7 @@ int coco_dets_load(const char *path, coco_dets_t *d, perr_t *e)
         d->n = d->cap = arr.n;
         d->d = xcalloc(arr.n ? arr.n : 1, sizeof *d->d);
         det_ctx_t ctx = { path, d->d };
-        rc = jsonpar_parse(&arr, jsonpar_default_threads(), load_det, &ctx, e);
+        rc = jsonpar_parse(&arr, nthreads, load_det, &ctx, e);
         jsonpar_free(&arr);
     } else {
         if (scanned) jsonpar_free(&arr);

@@ -131,8 +131,8 @@ static int load_annotations_dom(const json_t *root, const char *path, coco_gt_t 
     return 0;
 }
 
-static int load_from_buffer(const char *buf, size_t len, const char *path, coco_gt_t *gt,
-                            perr_t *e)
+static int load_from_buffer(const char *buf, size_t len, const char *path, int nthreads,
+                            coco_gt_t *gt, perr_t *e)
 {
     size_t p = jsonpar_skip_ws(buf, len, 0);
     cut_t c;
@@ -152,7 +152,7 @@ static int load_from_buffer(const char *buf, size_t len, const char *path, coco_
             gt->nann = arr.n;
             gt->anns = xcalloc(arr.n ? arr.n : 1, sizeof *gt->anns);
             ann_ctx_t ctx = { path, gt->anns };
-            rc = jsonpar_parse(&arr, jsonpar_default_threads(), load_ann, &ctx, e);
+            rc = jsonpar_parse(&arr, nthreads, load_ann, &ctx, e);
         }
         jsonpar_free(&arr);
         return rc;
@@ -167,14 +167,14 @@ static int load_from_buffer(const char *buf, size_t len, const char *path, coco_
     return rc;
 }
 
-int coco_gt_load(const char *path, coco_gt_t *gt, perr_t *e)
+int coco_gt_load(const char *path, int nthreads, coco_gt_t *gt, perr_t *e)
 {
     memset(gt, 0, sizeof *gt);
     gt->path = xstrdup(path);
     char *buf;
     size_t len;
     if (read_file(path, &buf, &len, e)) return -1;
-    int rc = load_from_buffer(buf, len, path, gt, e);
+    int rc = load_from_buffer(buf, len, path, nthreads, gt, e);
     free(buf);
     if (rc) coco_gt_free(gt);
     return rc;
