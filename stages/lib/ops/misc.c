@@ -1,9 +1,17 @@
 /* misc.c — the MISC operator family's rows: detection post-processing
  * (NonMaxSuppression, RoiAlign), quantization, Unique and the recurrent
- * layers. Kernels live in nms.c, quant.c, unique.c, roialign.c, rnn.c. */
+ * layers. Kernels live in nms.c, quant.c, qlinear.c, unique.c, roialign.c,
+ * rnn.c (declared in misc_impl.h). */
 #include "ops/misc_impl.h"
 
 const op_def_t ops_misc[] = {
-    {"", "NonMaxSuppression", 10, 0, nms_shape, nms_run, .no_fold = 0},
+    {"", "ConvInteger", 10, 0, convint_shape, convint_run},
+    {"", "DequantizeLinear", 10, 0, dequantize_shape, dequantize_run},
+    {"", "DynamicQuantizeLinear", 11, 0, dynquant_shape, dynquant_run},
+    {"", "MatMulInteger", 10, 0, matmulint_shape, matmulint_run},
+    {"", "NonMaxSuppression", 10, 0, nms_shape, nms_run},
+    {"", "QLinearConv", 10, 0, qlinearconv_shape, qlinearconv_run},
+    {"", "QLinearMatMul", 10, 0, qlinearmatmul_shape, qlinearmatmul_run},
+    {"", "QuantizeLinear", 10, 0, quantize_shape, quantize_run},
 };
 const int ops_misc_count = sizeof ops_misc / sizeof ops_misc[0];
