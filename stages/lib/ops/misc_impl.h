@@ -34,5 +34,7 @@ int convint_shape(op_ctx_t *c);
 int convint_run(op_ctx_t *c);
 int qlinearconv_shape(op_ctx_t *c);
 int qlinearconv_run(op_ctx_t *c);
+int unique_shape(op_ctx_t *c);
+int unique_run(op_ctx_t *c);
 
 #endif
