@@ -13,6 +13,7 @@ const op_def_t ops_misc[] = {
     {"", "QLinearConv", 10, 0, qlinearconv_shape, qlinearconv_run},
     {"", "QLinearMatMul", 10, 0, qlinearmatmul_shape, qlinearmatmul_run},
     {"", "QuantizeLinear", 10, 0, quantize_shape, quantize_run},
+    {"", "RoiAlign", 10, 0, roialign_shape, roialign_run},
     {"", "Unique", 11, 0, unique_shape, unique_run},
 };
 const int ops_misc_count = sizeof ops_misc / sizeof ops_misc[0];

@@ -36,5 +36,7 @@ int qlinearconv_shape(op_ctx_t *c);
 int qlinearconv_run(op_ctx_t *c);
 int unique_shape(op_ctx_t *c);
 int unique_run(op_ctx_t *c);
+int roialign_shape(op_ctx_t *c);
+int roialign_run(op_ctx_t *c);
 
 #endif
