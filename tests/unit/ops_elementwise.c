@@ -13,6 +13,7 @@
 #include "ops/run.h"
 #include "ops/bcast.h"
 #include "tensor/half.h"
+#include "util/pool.h"
 
 /* ---- nodes from a spec: "Op@opset" plus attributes "name=i:3", "name=f:0.5", "name=s:LEFT" ---- */
 
@@ -483,7 +484,61 @@ static void test_variadic_where(void)
     tensor_free(b5t); tensor_free(a); tensor_free(b); tensor_free(c);
 }
 
-/* ---- 5. Cast ---- */
+/* ---- 5. chunked parallel runs: tensors of several 16K-element chunks
+ * whose rows straddle chunk boundaries, on 3 threads ---- */
+
+static void test_chunks(void)
+{
+    pool_set_threads(3);
+    const int64_t ad[3] = {5, 3, 4099};
+    const int64_t shapes[4][3] = {{3, 1}, {4099}, {5, 1, 4099}, {0}};
+    const int ranks[4] = {2, 1, 3, 0};
+    for (int s = 0; s < 4; s++) {
+        tensor_t *a = mk_float(3, ad, -3, 3), *b = mk_float(ranks[s], shapes[s], -2, 2);
+        const tensor_t *in[2] = {a, b}, *rev[2] = {b, a};
+        perr_t e;
+        tensor_t *y = run("Sub@14", NULL, 2, in, &e), *yr = run("Sub@14", NULL, 2, rev, &e);
+        int bad = !y || !yr;
+        for (int64_t i = 0; !bad && i < 5 * 3 * 4099; i++) {
+            int64_t idx[3];
+            unravel(i, 3, ad, idx);
+            float x = ((float *)a->data)[i], v = ((float *)b->data)[bcast_offset(ranks[s], shapes[s], 3, idx)];
+            if (((float *)y->data)[i] != x - v || ((float *)yr->data)[i] != v - x) bad = 1;
+        }
+        ok(!bad, "Sub 5x3x4099 with rank-%d operand, both orders, 3 threads: equals the loop", ranks[s]);
+        tensor_free(y); tensor_free(yr); tensor_free(a); tensor_free(b);
+    }
+    /* Where over chunks: condition 5x1x4099, x 3x1, y scalar */
+    const int64_t cd3[3] = {5, 1, 4099}, xd[2] = {3, 1};
+    tensor_t *cond = mk(DT_BOOL, 3, cd3), *wx = mk_float(2, xd, 1, 2), *wy = mk_float(0, NULL, -2, -1);
+    for (int64_t i = 0; i < 5 * 4099; i++) ((uint8_t *)cond->data)[i] = next64() & 1;
+    const tensor_t *win[3] = {cond, wx, wy};
+    perr_t we;
+    tensor_t *w = run("Where@16", NULL, 3, win, &we);
+    int wbad = !w || tensor_numel(w) != 5 * 3 * 4099;
+    for (int64_t i = 0; !wbad && i < 5 * 3 * 4099; i++) {
+        int64_t idx[3];
+        unravel(i, 3, ad, idx);
+        float want = ((uint8_t *)cond->data)[idx[0] * 4099 + idx[2]] ? ((float *)wx->data)[idx[1]]
+                                                                     : *(float *)wy->data;
+        if (((float *)w->data)[i] != want) wbad = 1;
+    }
+    ok(!wbad, "Where 5x1x4099 / 3x1 / scalar on 3 threads equals the loop");
+    tensor_free(w); tensor_free(cond); tensor_free(wx); tensor_free(wy);
+
+    /* a unary op gives the same bits on 1 and 3 threads */
+    const int64_t d[1] = {100003};
+    tensor_t *x = mk_float(1, d, -8, 8);
+    const tensor_t *in[1] = {x};
+    perr_t e;
+    tensor_t *y3 = run("Sigmoid@13", NULL, 1, in, &e);
+    pool_set_threads(1);
+    tensor_t *y1 = run("Sigmoid@13", NULL, 1, in, &e);
+    ok(y1 && y3 && !memcmp(y1->data, y3->data, 100003 * 4), "Sigmoid on 100003 values: same bits on 1 and 3 threads");
+    tensor_free(y1); tensor_free(y3); tensor_free(x);
+}
+
+/* ---- 6. Cast ---- */
 
 /* Rounds an integer to bfloat16 (8 significant bits) to nearest even, in
  * integer arithmetic; returns the rounded value as a double (exact). */
@@ -587,6 +642,7 @@ int main(void)
     test_pow();
     test_bitshift_clip();
     test_variadic_where();
+    test_chunks();
     test_cast();
     scratch_pool_free(&pool);
     return done_testing();

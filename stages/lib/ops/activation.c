@@ -63,20 +63,21 @@ int ew_shape_clip(op_ctx_t *c)
     return op_set_out(c, 0, c->in[0]->dtype, c->in[0]->ndim, c->in[0]->dims);
 }
 
-/* ---- float activations: T = float or double, a/b/g = attributes in T ---- */
+/* ---- float activations: T = float or double, a/b = attributes in T ---- */
 
+/* Defines kernel `name` and its range function; SETUP declares constants
+ * (read per chunk: a handful of attribute lookups per 16K elements). */
 #define FLOAT_ACT(name, SETUP, EXPR)                                            \
-    int name(op_ctx_t *c)                                                       \
+    static int name##_range(const ew_job_t *j, int64_t s, int64_t e)            \
     {                                                                           \
-        const tensor_t *in = c->in[0];                                          \
-        tensor_t *out = c->out[0];                                              \
-        const node_t *nd = c->node;                                             \
+        const dtype_t dt = j->c->in[0]->dtype;                                  \
+        const node_t *nd = j->c->node;                                          \
         (void)nd;                                                               \
-        DISPATCH_FLOAT(in->dtype,                                               \
-                       SETUP; UN_LOOP(T, T, in->data, out->data, tensor_numel(in), EXPR), \
-                       return ew_bad_type(c, in->dtype))                    \
+        DISPATCH_FLOAT(dt, SETUP; UN_RANGE(T, T, j->x, j->o, s, e, EXPR),       \
+                       return ew_bad_type(j->c, dt))                            \
         return 0;                                                               \
-    }
+    }                                                                           \
+    int name(op_ctx_t *c) { return ew_unary(c, name##_range); }
 
 #define NOSETUP (void)0
 #define ATTR_A(name, dflt) const T a = (T)attr_float(nd, name, dflt)
@@ -117,85 +118,68 @@ FLOAT_ACT(run_hardsigmoid, ATTR_AB("alpha", 0.2f, "beta", 0.5f), CLAMP01(T, a * 
 FLOAT_ACT(run_hardswish, const T a = (T)(1.0 / 6.0); const T b = (T)0.5,
           x * CLAMP01(T, a * x + b))
 
+/* 0.5 x (1 + erf(x / sqrt(2))), or with approximate="tanh"
+ * 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) */
+FLOAT_ACT(gelu_erf, const T r = (T)0.7071067811865476; const T h = (T)0.5,
+          h * x * ((T)1 + erf(x * r)))
+FLOAT_ACT(gelu_tanh_approx, const T k = (T)0.7978845608028654; const T h = (T)0.5; const T q = (T)0.044715,
+          h * x * ((T)1 + tanh(k * (x + q * x * x * x))))
+
 int run_gelu(op_ctx_t *c)
 {
-    const tensor_t *in = c->in[0];
     const int is_tanh = gelu_tanh(c);
     if (is_tanh < 0) return OP_ERROR;
-    const int64_t n = tensor_numel(in);
-    if (is_tanh) {
-        /* 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) */
-        DISPATCH_FLOAT(in->dtype,
-                       const T k = (T)0.7978845608028654; const T h = (T)0.5; const T q = (T)0.044715;
-                       UN_LOOP(T, T, in->data, c->out[0]->data, n,
-                               h * x * ((T)1 + tanh(k * (x + q * x * x * x)))),
-                       return ew_bad_type(c, in->dtype))
-    } else {
-        /* 0.5 x (1 + erf(x / sqrt(2))) */
-        DISPATCH_FLOAT(in->dtype,
-                       const T r = (T)0.7071067811865476; const T h = (T)0.5;
-                       UN_LOOP(T, T, in->data, c->out[0]->data, n, h * x * ((T)1 + erf(x * r))),
-                       return ew_bad_type(c, in->dtype))
-    }
-    return 0;
+    return is_tanh ? gelu_tanh_approx(c) : gelu_erf(c);
 }
 
 /* ---- ops defined for integers too ---- */
 
-int run_relu(op_ctx_t *c)
+static int relu_range(const ew_job_t *j, int64_t s, int64_t e)
 {
-    const tensor_t *in = c->in[0];
-    const int64_t n = tensor_numel(in);
-    if (dtype_is_float(in->dtype)) {
-        DISPATCH_FLOAT(in->dtype, UN_LOOP(T, T, in->data, c->out[0]->data, n, x < 0 ? (T)0 : x),
-                       return ew_bad_type(c, in->dtype))
+    const dtype_t dt = j->c->in[0]->dtype;
+    if (dtype_is_float(dt)) {
+        DISPATCH_FLOAT(dt, UN_RANGE(T, T, j->x, j->o, s, e, x < 0 ? (T)0 : x), return ew_bad_type(j->c, dt))
     } else {
-        DISPATCH_INT(in->dtype, UN_LOOP(T, T, in->data, c->out[0]->data, n, LT0(T, x) ? (T)0 : x),
-                     return ew_bad_type(c, in->dtype))
+        DISPATCH_INT(dt, UN_RANGE(T, T, j->x, j->o, s, e, LT0(T, x) ? (T)0 : x), return ew_bad_type(j->c, dt))
     }
     return 0;
 }
+int run_relu(op_ctx_t *c) { return ew_unary(c, relu_range); }
 
-int run_shrink(op_ctx_t *c)
+static int shrink_range(const ew_job_t *j, int64_t s, int64_t e)
 {
-    const tensor_t *in = c->in[0];
-    const int64_t n = tensor_numel(in);
-    const float lambd = attr_float(c->node, "lambd", 0.5f), bias = attr_float(c->node, "bias", 0.0f);
-    if (dtype_is_float(in->dtype)) {
-        DISPATCH_FLOAT(in->dtype,
+    const dtype_t dt = j->c->in[0]->dtype;
+    const float lambd = attr_float(j->c->node, "lambd", 0.5f), bias = attr_float(j->c->node, "bias", 0.0f);
+    if (dtype_is_float(dt)) {
+        DISPATCH_FLOAT(dt,
                        const T l = (T)lambd; const T b = (T)bias;
-                       UN_LOOP(T, T, in->data, c->out[0]->data, n,
-                               x < -l ? x + b : x > l ? x - b : (T)0),
-                       return ew_bad_type(c, in->dtype))
+                       UN_RANGE(T, T, j->x, j->o, s, e, x < -l ? x + b : x > l ? x - b : (T)0),
+                       return ew_bad_type(j->c, dt))
     } else {
         /* integers: computed in double (bias is a float), then saturated */
         const double l = lambd, b = bias;
-        DISPATCH_INT(in->dtype,
-                     UN_LOOP(T, T, in->data, c->out[0]->data, n,
-                             (double)x < -l ? SAT_TO_INT(T, (double)x + b)
-                             : (double)x > l ? SAT_TO_INT(T, (double)x - b) : (T)0),
-                     return ew_bad_type(c, in->dtype))
+        DISPATCH_INT(dt,
+                     UN_RANGE(T, T, j->x, j->o, s, e,
+                              (double)x < -l ? SAT_TO_INT(T, (double)x + b)
+                              : (double)x > l ? SAT_TO_INT(T, (double)x - b) : (T)0),
+                     return ew_bad_type(j->c, dt))
     }
     return 0;
 }
+int run_shrink(op_ctx_t *c) { return ew_unary(c, shrink_range); }
 
-int run_prelu(op_ctx_t *c)
+static int prelu_range(const ew_job_t *j, int64_t s, int64_t e)
 {
-    bcast_t b;
-    if (ew_plan(c, &b, 2)) return OP_ERROR;
-    const tensor_t *x = c->in[0], *s = c->in[1];
-    void *o = c->out[0]->data;
-    if (dtype_is_float(x->dtype)) {
-        DISPATCH_FLOAT(x->dtype, BIN_ROWS(&b, T, T, T, x->data, s->data, o, x < 0 ? y * x : x),
-                       return ew_bad_type(c, x->dtype))
+    const dtype_t dt = j->c->in[0]->dtype;
+    if (dtype_is_float(dt)) {
+        DISPATCH_FLOAT(dt, BIN_RANGE(j, T, T, T, s, e, x < 0 ? y * x : x), return ew_bad_type(j->c, dt))
     } else {
-        DISPATCH_INT(x->dtype,
-                     BIN_ROWS(&b, T, T, T, x->data, s->data, o,
-                              LT0(T, x) ? (T)((uint64_t)y * (uint64_t)x) : x),
-                     return ew_bad_type(c, x->dtype))
+        DISPATCH_INT(dt, BIN_RANGE(j, T, T, T, s, e, LT0(T, x) ? (T)((uint64_t)y * (uint64_t)x) : x),
+                     return ew_bad_type(j->c, dt))
     }
     return 0;
 }
+int run_prelu(op_ctx_t *c) { return ew_broadcast(c, 2, prelu_range); }
 
 /* Clip: y = min(max(x, lo), hi); lo > hi gives hi; NaN stays NaN. An absent
  * bound is the type's extreme (infinity for floats), so it never clips. */
@@ -203,37 +187,41 @@ int run_prelu(op_ctx_t *c)
 #define INT_MAX_T(T) ((T)(IS_SIGNED_T(T) ? (UINT64_MAX >> (65 - 8 * sizeof(T))) : UINT64_MAX))
 #define INT_MIN_T(T) ((T)(IS_SIGNED_T(T) ? ~(UINT64_MAX >> (65 - 8 * sizeof(T))) : 0))
 
-int run_clip(op_ctx_t *c)
+static int clip_range(const ew_job_t *j, int64_t s, int64_t e)
 {
-    const tensor_t *in = c->in[0];
-    const int64_t n = tensor_numel(in);
-    void *o = c->out[0]->data;
+    op_ctx_t *c = j->c;
+    const dtype_t dt = c->in[0]->dtype;
     if (c->node->opset < 11) {
         const int has_lo = node_attr(c->node, "min") != NULL, has_hi = node_attr(c->node, "max") != NULL;
         const float flo = attr_float(c->node, "min", 0), fhi = attr_float(c->node, "max", 0);
-        DISPATCH_FLOAT(in->dtype,
+        DISPATCH_FLOAT(dt,
                        const T lo = has_lo ? (T)flo : -(T)INFINITY;
                        const T hi = has_hi ? (T)fhi : (T)INFINITY;
-                       UN_LOOP(T, T, in->data, o, n, CLIP_EXPR(x, lo, hi)),
-                       return ew_bad_type(c, in->dtype))
+                       UN_RANGE(T, T, j->x, j->o, s, e, CLIP_EXPR(x, lo, hi)),
+                       return ew_bad_type(c, dt))
         return 0;
     }
     const tensor_t *tlo = c->n_in > 1 ? c->in[1] : NULL, *thi = c->n_in > 2 ? c->in[2] : NULL;
-    for (int i = 1; i < c->n_in; i++)
-        if (c->in[i] && (c->in[i]->dtype != in->dtype || tensor_numel(c->in[i]) != 1))
-            return op_fail(c, "input %d must be a scalar of X's type %s", i, dtype_name(in->dtype));
-    if (dtype_is_float(in->dtype)) {
-        DISPATCH_FLOAT(in->dtype,
+    if (dtype_is_float(dt)) {
+        DISPATCH_FLOAT(dt,
                        const T lo = tlo ? *(const T *)tlo->data : -(T)INFINITY;
                        const T hi = thi ? *(const T *)thi->data : (T)INFINITY;
-                       UN_LOOP(T, T, in->data, o, n, CLIP_EXPR(x, lo, hi)),
-                       return ew_bad_type(c, in->dtype))
+                       UN_RANGE(T, T, j->x, j->o, s, e, CLIP_EXPR(x, lo, hi)),
+                       return ew_bad_type(c, dt))
     } else {
-        DISPATCH_INT(in->dtype,
+        DISPATCH_INT(dt,
                      const T lo = tlo ? *(const T *)tlo->data : INT_MIN_T(T);
                      const T hi = thi ? *(const T *)thi->data : INT_MAX_T(T);
-                     UN_LOOP(T, T, in->data, o, n, CLIP_EXPR(x, lo, hi)),
-                     return ew_bad_type(c, in->dtype))
+                     UN_RANGE(T, T, j->x, j->o, s, e, CLIP_EXPR(x, lo, hi)),
+                     return ew_bad_type(c, dt))
     }
     return 0;
+}
+
+int run_clip(op_ctx_t *c)
+{
+    for (int i = 1; i < c->n_in; i++)
+        if (c->in[i] && (c->in[i]->dtype != c->in[0]->dtype || tensor_numel(c->in[i]) != 1))
+            return op_fail(c, "input %d must be a scalar of X's type %s", i, dtype_name(c->in[0]->dtype));
+    return ew_unary(c, clip_range);
 }

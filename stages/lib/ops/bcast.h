@@ -9,7 +9,8 @@
  * axis then has stride 0 (broadcast) or 1 (walked) for every input, which the
  * row kernels specialise on so the compiler can vectorise them.
  *
- * Rows are walked with an odometer (no division per row):
+ * Rows are walked with an odometer (no division per row; bcast_seek starts
+ * mid-tensor for a chunk of parallel work):
  *
  *     BCAST_FOR_ROWS(&b, it) {
  *         const float *x = xa + it.off[0], *y = ya + it.off[1];
@@ -56,6 +57,20 @@ static inline bcast_iter_t bcast_begin(const bcast_t *b)
     for (int i = 0; i < BCAST_MAX_IN; i++) it.off[i] = 0;
     for (int d = 0; d < TENSOR_MAX_DIMS; d++) it.idx[d] = 0;
     (void)b;
+    return it;
+}
+
+/* Iterator positioned at row `row` (0 <= row <= rows; rows > 0): one
+ * division per axis, for starting a chunk of work mid-tensor. */
+static inline bcast_iter_t bcast_seek(const bcast_t *b, int64_t row)
+{
+    bcast_iter_t it = bcast_begin(b);
+    it.row = row;
+    for (int d = b->rank - 2; d >= 0; d--) {
+        it.idx[d] = row % b->dims[d];
+        row /= b->dims[d];
+        for (int i = 0; i < b->n; i++) it.off[i] += it.idx[d] * b->st[i][d];
+    }
     return it;
 }
 

@@ -1,6 +1,7 @@
 /* binary.c — binary ops of the elementwise family with numpy broadcasting
  * (opset >= 7): Add, Sub, Mul, Div, Mod, Pow, BitShift, the comparisons and
- * And/Or/Xor. Every kernel walks a bcast.h plan through BIN_ROWS.
+ * And/Or/Xor. Every kernel walks a bcast.h plan through BIN_RANGE, in
+ * parallel chunks (ew_broadcast).
  *
  * Integer arithmetic has no undefined behaviour: sums and products wrap
  * through uint64; division or remainder by zero is defined as 0; INT_MIN / -1
@@ -98,117 +99,101 @@ static inline uint64_t ipow(uint64_t b, int b_neg, uint64_t e, int e_neg)
 
 /* ---- arithmetic ---- */
 
-/* FEXPR for float types, IEXPR for integers, over x, y of type T. */
+/* Defines kernel `name` over broadcast ranges: FEXPR for float types, IEXPR
+ * for integers, over x, y of type T. */
 #define ARITH_KERNEL(name, FEXPR, IEXPR)                                        \
-    int name(op_ctx_t *c)                                                       \
-    {                                                                           \
-        bcast_t b;                                                              \
-        if (ew_plan(c, &b, 2)) return OP_ERROR;                                 \
-        const tensor_t *A = c->in[0], *B = c->in[1];                            \
-        void *O = c->out[0]->data;                                              \
-        if (dtype_is_float(A->dtype)) {                                         \
-            DISPATCH_FLOAT(A->dtype, BIN_ROWS(&b, T, T, T, A->data, B->data, O, FEXPR), \
-                           return ew_bad_type(c, A->dtype))                 \
-        } else {                                                                \
-            DISPATCH_INT(A->dtype, BIN_ROWS(&b, T, T, T, A->data, B->data, O, IEXPR), \
-                         return ew_bad_type(c, A->dtype))                   \
-        }                                                                       \
-        return 0;                                                               \
-    }
+    EW_BINARY_RANGE(name##_range, FEXPR, IEXPR)                                 \
+    int name(op_ctx_t *c) { return ew_broadcast(c, 2, name##_range); }
 
 ARITH_KERNEL(run_add, x + y, (uint64_t)x + (uint64_t)y)
 ARITH_KERNEL(run_sub, x - y, (uint64_t)x - (uint64_t)y)
 ARITH_KERNEL(run_mul, x * y, (uint64_t)x * (uint64_t)y)
 ARITH_KERNEL(run_div, x / y, INT_DIV(T, x, y))
 
+/* fmod=1 everywhere (floats require it: shape function), fmod=0 integers */
+static int mod_c(op_ctx_t *c);
+static int mod_python(op_ctx_t *c);
+ARITH_KERNEL(mod_c, fmod(x, y), INT_REM(T, x, y, 0))
+ARITH_KERNEL(mod_python, fmod(x, y), INT_REM(T, x, y, 1))
+
 int run_mod(op_ctx_t *c)
 {
-    bcast_t b;
-    if (ew_plan(c, &b, 2)) return OP_ERROR;
-    const tensor_t *A = c->in[0], *B = c->in[1];
-    void *O = c->out[0]->data;
     const int python = attr_int(c->node, "fmod", 0) == 0;
-    if (dtype_is_float(A->dtype)) {
-        if (python) return op_fail(c, "fmod must be 1 for floating-point inputs");
-        DISPATCH_FLOAT(A->dtype, BIN_ROWS(&b, T, T, T, A->data, B->data, O, fmod(x, y)),
-                       return ew_bad_type(c, A->dtype))
+    if (python && dtype_is_float(c->in[0]->dtype))
+        return op_fail(c, "fmod must be 1 for floating-point inputs");
+    return python ? mod_python(c) : mod_c(c);
+}
+
+static int pow_range(const ew_job_t *j, int64_t s, int64_t e)
+{
+    const dtype_t bt = j->c->in[0]->dtype, et = j->c->in[1]->dtype;
+    if (dtype_is_float(bt)) {
+        /* float base: the exponent converted to the base's type, pow in that type */
+        DISPATCH_FLOAT(bt, typedef T TB;
+                       DISPATCH_NUMERIC(et, BIN_RANGE(j, TB, T, TB, s, e, pow(x, (TB)y)),
+                                        return ew_bad_type(j->c, et)),
+                       return ew_bad_type(j->c, bt))
+    } else if (dtype_is_float(et)) {
+        /* integer base, float exponent: pow in double, truncated like astype */
+        DISPATCH_INT(bt, typedef T TB;
+                     DISPATCH_FLOAT(et, BIN_RANGE(j, TB, T, TB, s, e, SAT_TO_INT(TB, pow((double)x, (double)y))),
+                                    return ew_bad_type(j->c, et)),
+                     return ew_bad_type(j->c, bt))
     } else {
-        DISPATCH_INT(A->dtype, BIN_ROWS(&b, T, T, T, A->data, B->data, O, INT_REM(T, x, y, python)),
-                     return ew_bad_type(c, A->dtype))
+        /* integers: exact power, wrapping */
+        DISPATCH_INT(bt, typedef T TB;
+                     DISPATCH_INT(et, BIN_RANGE(j, TB, T, TB, s, e,
+                                                ipow((uint64_t)x, LT0(TB, x), (uint64_t)y, LT0(T, y))),
+                                  return ew_bad_type(j->c, et)),
+                     return ew_bad_type(j->c, bt))
     }
     return 0;
 }
+int run_pow(op_ctx_t *c) { return ew_broadcast(c, 2, pow_range); }
 
-int run_pow(op_ctx_t *c)
+/* Shifts by the width or more give 0 (no undefined behaviour). */
+static int shl_range(const ew_job_t *j, int64_t s, int64_t e)
 {
-    bcast_t b;
-    if (ew_plan(c, &b, 2)) return OP_ERROR;
-    const tensor_t *A = c->in[0], *B = c->in[1];
-    void *O = c->out[0]->data;
-    const dtype_t et = B->dtype;
-    if (dtype_is_float(A->dtype)) {
-        /* float base: the exponent converted to the base's type, pow in that type */
-        DISPATCH_FLOAT(A->dtype, typedef T TB;
-                       DISPATCH_NUMERIC(et, BIN_ROWS(&b, TB, T, TB, A->data, B->data, O, pow(x, (TB)y)),
-                                        return ew_bad_type(c, et)),
-                       return ew_bad_type(c, A->dtype))
-    } else if (dtype_is_float(et)) {
-        /* integer base, float exponent: pow in double, truncated like astype */
-        DISPATCH_INT(A->dtype, typedef T TB;
-                     DISPATCH_FLOAT(et, BIN_ROWS(&b, TB, T, TB, A->data, B->data, O,
-                                                 SAT_TO_INT(TB, pow((double)x, (double)y))),
-                                    return ew_bad_type(c, et)),
-                     return ew_bad_type(c, A->dtype))
-    } else {
-        /* integers: exact power, wrapping */
-        DISPATCH_INT(A->dtype, typedef T TB;
-                     DISPATCH_INT(et, BIN_ROWS(&b, TB, T, TB, A->data, B->data, O,
-                                               ipow((uint64_t)x, LT0(TB, x), (uint64_t)y, LT0(T, y))),
-                                  return ew_bad_type(c, et)),
-                     return ew_bad_type(c, A->dtype))
-    }
+    const dtype_t dt = j->c->in[0]->dtype;
+    DISPATCH_INT(dt,
+                 BIN_RANGE(j, T, T, T, s, e,
+                           (uint64_t)y >= 8 * sizeof(T) ? (T)0 : (T)((uint64_t)x << (uint64_t)y)),
+                 return ew_bad_type(j->c, dt))
+    return 0;
+}
+
+static int shr_range(const ew_job_t *j, int64_t s, int64_t e)
+{
+    const dtype_t dt = j->c->in[0]->dtype;
+    DISPATCH_INT(dt,
+                 BIN_RANGE(j, T, T, T, s, e,
+                           (uint64_t)y >= 8 * sizeof(T) ? (T)0 : (T)((uint64_t)x >> (uint64_t)y)),
+                 return ew_bad_type(j->c, dt))
     return 0;
 }
 
 int run_bitshift(op_ctx_t *c)
 {
-    bcast_t b;
     const int right = shift_right(c);
-    if (right < 0 || ew_plan(c, &b, 2)) return OP_ERROR;
-    const tensor_t *A = c->in[0], *B = c->in[1];
-    void *O = c->out[0]->data;
-    /* shifts by the width or more give 0 (no undefined behaviour) */
-    if (!right) {
-        DISPATCH_INT(A->dtype,
-                     BIN_ROWS(&b, T, T, T, A->data, B->data, O,
-                              (uint64_t)y >= 8 * sizeof(T) ? (T)0 : (T)((uint64_t)x << (uint64_t)y)),
-                     return ew_bad_type(c, A->dtype))
-    } else {
-        DISPATCH_INT(A->dtype,
-                     BIN_ROWS(&b, T, T, T, A->data, B->data, O,
-                              (uint64_t)y >= 8 * sizeof(T) ? (T)0 : (T)((uint64_t)x >> (uint64_t)y)),
-                     return ew_bad_type(c, A->dtype))
-    }
-    return 0;
+    if (right < 0) return OP_ERROR;
+    return ew_broadcast(c, 2, right ? shr_range : shl_range);
 }
 
 /* ---- comparisons and logic: bool (uint8 0/1) results ---- */
 
 #define CMP_KERNEL(name, OP)                                                    \
-    int name(op_ctx_t *c)                                                       \
+    static int name##_range(const ew_job_t *j, int64_t s, int64_t e)            \
     {                                                                           \
-        bcast_t b;                                                              \
-        if (ew_plan(c, &b, 2)) return OP_ERROR;                                 \
-        const tensor_t *A = c->in[0], *B = c->in[1];                            \
-        void *O = c->out[0]->data;                                              \
-        if (A->dtype == DT_BOOL) {                                              \
-            BIN_ROWS(&b, uint8_t, uint8_t, uint8_t, A->data, B->data, O, (x != 0) OP (y != 0)); \
+        const dtype_t dt = j->c->in[0]->dtype;                                  \
+        if (dt == DT_BOOL) {                                                    \
+            BIN_RANGE(j, uint8_t, uint8_t, uint8_t, s, e, (x != 0) OP (y != 0)); \
             return 0;                                                           \
         }                                                                       \
-        DISPATCH_NUMERIC(A->dtype, BIN_ROWS(&b, T, T, uint8_t, A->data, B->data, O, x OP y), \
-                         return ew_bad_type(c, A->dtype))                   \
+        DISPATCH_NUMERIC(dt, BIN_RANGE(j, T, T, uint8_t, s, e, x OP y),         \
+                         return ew_bad_type(j->c, dt))                          \
         return 0;                                                               \
-    }
+    }                                                                           \
+    int name(op_ctx_t *c) { return ew_broadcast(c, 2, name##_range); }
 
 CMP_KERNEL(run_equal, ==)
 CMP_KERNEL(run_greater, >)
@@ -217,14 +202,12 @@ CMP_KERNEL(run_less, <)
 CMP_KERNEL(run_less_equal, <=)
 
 #define LOGIC_KERNEL(name, EXPR)                                                \
-    int name(op_ctx_t *c)                                                       \
+    static int name##_range(const ew_job_t *j, int64_t s, int64_t e)            \
     {                                                                           \
-        bcast_t b;                                                              \
-        if (ew_plan(c, &b, 2)) return OP_ERROR;                                 \
-        BIN_ROWS(&b, uint8_t, uint8_t, uint8_t, c->in[0]->data, c->in[1]->data, \
-                 c->out[0]->data, EXPR);                                        \
+        BIN_RANGE(j, uint8_t, uint8_t, uint8_t, s, e, EXPR);                    \
         return 0;                                                               \
-    }
+    }                                                                           \
+    int name(op_ctx_t *c) { return ew_broadcast(c, 2, name##_range); }
 
 LOGIC_KERNEL(run_and, (x != 0) & (y != 0))
 LOGIC_KERNEL(run_or, (x != 0) | (y != 0))

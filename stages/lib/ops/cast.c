@@ -31,7 +31,16 @@ int ew_shape_castlike(op_ctx_t *c)
     return op_set_out(c, 0, c->in[1]->dtype, c->in[0]->ndim, c->in[0]->dims);
 }
 
-int run_cast(op_ctx_t *c)
+/* Converts elements [s, e) through 1-D views of input and output. */
+static int cast_range(const ew_job_t *j, int64_t s, int64_t e)
 {
-    return tensor_convert(c->in[0], c->out[0], c->err);
+    const tensor_t *in = j->c->in[0];
+    tensor_t *out = j->c->out[0];
+    tensor_t src = {.dtype = in->dtype, .ndim = 1, .dims = {e - s},
+                    .data = (char *)in->data + s * (int64_t)dtype_size(in->dtype)};
+    tensor_t dst = {.dtype = out->dtype, .ndim = 1, .dims = {e - s},
+                    .data = (char *)out->data + s * (int64_t)dtype_size(out->dtype)};
+    return tensor_convert(&src, &dst, j->c->err);
 }
+
+int run_cast(op_ctx_t *c) { return ew_unary(c, cast_range); }

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "ops/elementwise_impl.h"
+#include "util/pool.h"
 
 int ew_bad_type(op_ctx_t *c, dtype_t dt)
 {
@@ -103,6 +104,42 @@ int ew_plan(op_ctx_t *c, bcast_t *b, int n)
     if (bcast_plan_tensors(b, n, ins, c->out[0]))
         return op_fail(c, "input shapes do not broadcast to the output shape");
     return 0;
+}
+
+typedef struct chunk_ctx {
+    const ew_job_t *j;
+    ew_range_fn fn;
+    int64_t total;
+} chunk_ctx_t;
+
+static void run_chunk(void *arg, int64_t k)
+{
+    const chunk_ctx_t *x = arg;
+    int64_t s = k * EW_CHUNK, e = s + EW_CHUNK < x->total ? s + EW_CHUNK : x->total;
+    x->fn(x->j, s, e);
+}
+
+int ew_parallel(const ew_job_t *j, int64_t total, ew_range_fn fn)
+{
+    if (fn(j, 0, 0)) return OP_ERROR;       /* type check; no elements */
+    chunk_ctx_t x = {j, fn, total};
+    pool_for((total + EW_CHUNK - 1) / EW_CHUNK, run_chunk, &x);
+    return 0;
+}
+
+int ew_unary(op_ctx_t *c, ew_range_fn fn)
+{
+    ew_job_t j = {.c = c, .x = c->in[0]->data, .o = c->out[0]->data};
+    return ew_parallel(&j, tensor_numel(c->in[0]), fn);
+}
+
+int ew_broadcast(op_ctx_t *c, int n, ew_range_fn fn)
+{
+    bcast_t b;
+    if (ew_plan(c, &b, n)) return OP_ERROR;
+    ew_job_t j = {.c = c, .b = &b, .x = c->in[0]->data, .y = c->in[1]->data,
+                  .z = n > 2 ? c->in[2]->data : NULL, .o = c->out[0]->data};
+    return ew_parallel(&j, tensor_numel(c->out[0]), fn);
 }
 
 #define ROW(op, since, until, shape, run) {"", op, since, until, shape, run, 0, 0, 0}

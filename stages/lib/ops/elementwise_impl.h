@@ -5,6 +5,13 @@
 #ifndef PARITY_ELEMENTWISE_IMPL_H
 #define PARITY_ELEMENTWISE_IMPL_H
 
+/* GCC's -O2 only vectorises loops whose trip count it knows ("very cheap"
+ * cost model); the row loops here have run-time lengths, and vectorising
+ * them makes Add/Mul/Relu/Less 3-10x faster on cache-resident data. */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("vect-cost-model=dynamic")
+#endif
+
 #include <math.h>
 #include "ops/ops.h"
 #include "ops/bcast.h"
@@ -40,57 +47,104 @@ int ew_bad_type(op_ctx_t *c, dtype_t dt);
 /* A two-valued string attribute: 0 if it is a, 1 if b, -1 (failed) otherwise. */
 int ew_attr_choice(op_ctx_t *c, const char *name, const char *dflt, const char *a, const char *b);
 
+/* ---- parallel range jobs ----
+ * A kernel describes its work as a job and a range function that computes
+ * output elements [s, e); ew_parallel cuts [0, total) into chunks of fixed
+ * size (so results never depend on the thread count) and runs them on the
+ * pool. The range function is first called with an empty range to check
+ * the element types, so chunks themselves cannot fail. */
+typedef struct ew_job {
+    op_ctx_t *c;
+    const bcast_t *b;          /* broadcast plan (NULL for unary work) */
+    const void *x, *y, *z;     /* operand data in plan order */
+    void *o;                   /* output data */
+} ew_job_t;
+typedef int (*ew_range_fn)(const ew_job_t *j, int64_t s, int64_t e);
+
+#define EW_CHUNK 16384
+int ew_parallel(const ew_job_t *j, int64_t total, ew_range_fn fn);
+/* One input, output 0 of the same element count: x = in[0], o = out[0]. */
+int ew_unary(op_ctx_t *c, ew_range_fn fn);
+/* Inputs [0, n) broadcast onto output 0 (n = 2 or 3). */
+int ew_broadcast(op_ctx_t *c, int n, ew_range_fn fn);
+
 /* (Macros passed as DISPATCH_* bodies must not expand to top-level commas.) */
 
-/* Binary row loop: o[i] = EXPR with x, y bound to the operands, over every
- * row of plan b. A, B: input data (types TA, TB); O: output data (TO). The
- * four branches let the compiler vectorise each stride pattern. */
-#define BIN_ROWS(b, TA, TB, TO, A, B, O, EXPR) do {                             \
-        const TA *A_ = (const TA *)(A);                                         \
-        const TB *B_ = (const TB *)(B);                                         \
-        TO *O_ = (TO *)(O);                                                     \
-        const int64_t n_ = (b)->inner;                                          \
-        const int sa_ = (int)(b)->is[0];                                        \
-        const int sb_ = (int)(b)->is[1];                                        \
-        BCAST_FOR_ROWS(b, it_) {                                                \
+/* Unary loop over elements [s, e): o[i] = EXPR with x bound to in[i]. */
+#define UN_RANGE(TI, TO, IN, OUT, S, E, EXPR) do {                              \
+        const TI *I_ = (const TI *)(IN);                                        \
+        TO *O_ = (TO *)(OUT);                                                   \
+        const int64_t e_ = (E);                                                 \
+        for (int64_t i_ = (S); i_ < e_; i_++) {                                 \
+            const TI x = I_[i_];                                                \
+            O_[i_] = (TO)(EXPR);                                                \
+        }                                                                       \
+    } while (0)
+
+/* Binary loop over output elements [s, e) of job j's plan: o = EXPR with x,
+ * y bound to the operands j->x (TA) and j->y (TB). Within each row the four
+ * stride patterns get their own loop so the compiler can vectorise them. */
+#define BIN_RANGE(j, TA, TB, TO, S, E, EXPR) do {                               \
+        const bcast_t *b_ = (j)->b;                                             \
+        const TA *A_ = (const TA *)(j)->x;                                      \
+        const TB *B_ = (const TB *)(j)->y;                                      \
+        TO *O_ = (TO *)(j)->o;                                                  \
+        const int64_t n_ = b_->inner;                                           \
+        const int sa_ = (int)b_->is[0];                                         \
+        const int sb_ = (int)b_->is[1];                                         \
+        int64_t pos_ = (S);                                                     \
+        const int64_t end_ = (E);                                               \
+        if (pos_ >= end_) break;                                                \
+        bcast_iter_t it_ = bcast_seek(b_, pos_ / n_);                           \
+        while (pos_ < end_) {                                                   \
+            const int64_t base_ = it_.row * n_;                                 \
+            const int64_t j0_ = pos_ - base_;                                   \
+            const int64_t j1_ = end_ - base_ < n_ ? end_ - base_ : n_;          \
             const TA *pa_ = A_ + it_.off[0];                                    \
             const TB *pb_ = B_ + it_.off[1];                                    \
-            TO *po_ = O_ + it_.row * n_;                                        \
+            TO *po_ = O_ + base_;                                               \
             if (sa_ && sb_) {                                                   \
-                for (int64_t i_ = 0; i_ < n_; i_++) {                           \
+                for (int64_t i_ = j0_; i_ < j1_; i_++) {                        \
                     const TA x = pa_[i_]; const TB y = pb_[i_];                 \
                     po_[i_] = (TO)(EXPR);                                       \
                 }                                                               \
             } else if (sa_) {                                                   \
                 const TB y = pb_[0];                                            \
-                for (int64_t i_ = 0; i_ < n_; i_++) {                           \
+                for (int64_t i_ = j0_; i_ < j1_; i_++) {                        \
                     const TA x = pa_[i_];                                       \
                     po_[i_] = (TO)(EXPR);                                       \
                 }                                                               \
             } else if (sb_) {                                                   \
                 const TA x = pa_[0];                                            \
-                for (int64_t i_ = 0; i_ < n_; i_++) {                           \
+                for (int64_t i_ = j0_; i_ < j1_; i_++) {                        \
                     const TB y = pb_[i_];                                       \
                     po_[i_] = (TO)(EXPR);                                       \
                 }                                                               \
             } else {                                                            \
                 const TA x = pa_[0]; const TB y = pb_[0];                       \
                 const TO v_ = (TO)(EXPR);                                       \
-                for (int64_t i_ = 0; i_ < n_; i_++) po_[i_] = v_;               \
+                for (int64_t i_ = j0_; i_ < j1_; i_++) po_[i_] = v_;            \
             }                                                                   \
+            pos_ = base_ + j1_;                                                 \
+            bcast_next(b_, &it_);                                               \
         }                                                                       \
     } while (0)
 
-/* Unary loop over n contiguous elements: o[i] = EXPR with x bound to in[i]. */
-#define UN_LOOP(TI, TO, IN, OUT, N, EXPR) do {                                  \
-        const TI *I_ = (const TI *)(IN);                                        \
-        TO *O_ = (TO *)(OUT);                                                   \
-        const int64_t n_ = (N);                                                 \
-        for (int64_t i_ = 0; i_ < n_; i_++) {                                   \
-            const TI x = I_[i_];                                                \
-            O_[i_] = (TO)(EXPR);                                                \
+/* Defines range function `name` of a same-type binary op: FEXPR for float
+ * types, IEXPR for integers, over x (j->x) and y (j->y) of type T. */
+#define EW_BINARY_RANGE(name, FEXPR, IEXPR)                                     \
+    static int name(const ew_job_t *j, int64_t s, int64_t e)                    \
+    {                                                                           \
+        const dtype_t dt = j->c->in[0]->dtype;                                  \
+        if (dtype_is_float(dt)) {                                               \
+            DISPATCH_FLOAT(dt, BIN_RANGE(j, T, T, T, s, e, FEXPR),              \
+                           return ew_bad_type(j->c, dt))                        \
+        } else {                                                                \
+            DISPATCH_INT(dt, BIN_RANGE(j, T, T, T, s, e, IEXPR),                \
+                         return ew_bad_type(j->c, dt))                          \
         }                                                                       \
-    } while (0)
+        return 0;                                                               \
+    }
 
 /* Kernels and shape functions, by file. */
 /* unary.c */

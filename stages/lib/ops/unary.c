@@ -26,16 +26,16 @@ int ew_shape_isx(op_ctx_t *c) { return ew_shape_unary(c, TM_FLOAT, 1); }
 
 /* ---- float-only functions: one definition per op, T = float or double ---- */
 
+/* Defines kernel `name` and its range function name_range. */
 #define FLOAT_UNARY(name, EXPR)                                                 \
-    int name(op_ctx_t *c)                                                       \
+    static int name##_range(const ew_job_t *j, int64_t s, int64_t e)            \
     {                                                                           \
-        const tensor_t *in = c->in[0];                                          \
-        tensor_t *out = c->out[0];                                              \
-        DISPATCH_FLOAT(in->dtype,                                               \
-                       UN_LOOP(T, T, in->data, out->data, tensor_numel(in), EXPR), \
-                       return ew_bad_type(c, in->dtype))                    \
+        const dtype_t dt = j->c->in[0]->dtype;                                  \
+        DISPATCH_FLOAT(dt, UN_RANGE(T, T, j->x, j->o, s, e, EXPR),              \
+                       return ew_bad_type(j->c, dt))                            \
         return 0;                                                               \
-    }
+    }                                                                           \
+    int name(op_ctx_t *c) { return ew_unary(c, name##_range); }
 
 FLOAT_UNARY(run_ceil, ceil(x))
 FLOAT_UNARY(run_floor, floor(x))
@@ -61,20 +61,19 @@ FLOAT_UNARY(run_atanh, atanh(x))
 
 /* Float body FEXPR, integer body IEXPR, both over x of type T. */
 #define NUMERIC_UNARY(name, FEXPR, IEXPR)                                       \
-    int name(op_ctx_t *c)                                                       \
+    static int name##_range(const ew_job_t *j, int64_t s, int64_t e)            \
     {                                                                           \
-        const tensor_t *in = c->in[0];                                          \
-        tensor_t *out = c->out[0];                                              \
-        const int64_t n = tensor_numel(in);                                     \
-        if (dtype_is_float(in->dtype)) {                                        \
-            DISPATCH_FLOAT(in->dtype, UN_LOOP(T, T, in->data, out->data, n, FEXPR), \
-                           return ew_bad_type(c, in->dtype))                \
+        const dtype_t dt = j->c->in[0]->dtype;                                  \
+        if (dtype_is_float(dt)) {                                               \
+            DISPATCH_FLOAT(dt, UN_RANGE(T, T, j->x, j->o, s, e, FEXPR),         \
+                           return ew_bad_type(j->c, dt))                        \
         } else {                                                                \
-            DISPATCH_INT(in->dtype, UN_LOOP(T, T, in->data, out->data, n, IEXPR), \
-                         return ew_bad_type(c, in->dtype))                  \
+            DISPATCH_INT(dt, UN_RANGE(T, T, j->x, j->o, s, e, IEXPR),           \
+                         return ew_bad_type(j->c, dt))                          \
         }                                                                       \
         return 0;                                                               \
-    }
+    }                                                                           \
+    int name(op_ctx_t *c) { return ew_unary(c, name##_range); }
 
 /* |INT_MIN| and -INT_MIN wrap to INT_MIN (two's complement via uint64). */
 NUMERIC_UNARY(run_abs, fabs(x), LT0(T, x) ? (T)(0 - (uint64_t)x) : x)
@@ -86,28 +85,30 @@ NUMERIC_UNARY(run_erf, erf(x), SAT_TO_INT(T, erf((double)x)))
 
 /* ---- boolean results ---- */
 
-int run_not(op_ctx_t *c)
+static int not_range(const ew_job_t *j, int64_t s, int64_t e)
 {
-    UN_LOOP(uint8_t, uint8_t, c->in[0]->data, c->out[0]->data, tensor_numel(c->in[0]), x == 0);
+    UN_RANGE(uint8_t, uint8_t, j->x, j->o, s, e, x == 0);
     return 0;
 }
+int run_not(op_ctx_t *c) { return ew_unary(c, not_range); }
 
-int run_isnan(op_ctx_t *c)
+static int isnan_range(const ew_job_t *j, int64_t s, int64_t e)
 {
-    const tensor_t *in = c->in[0];
-    DISPATCH_FLOAT(in->dtype, UN_LOOP(T, uint8_t, in->data, c->out[0]->data, tensor_numel(in), x != x),
-                   return ew_bad_type(c, in->dtype))
+    const dtype_t dt = j->c->in[0]->dtype;
+    DISPATCH_FLOAT(dt, UN_RANGE(T, uint8_t, j->x, j->o, s, e, x != x), return ew_bad_type(j->c, dt))
     return 0;
 }
+int run_isnan(op_ctx_t *c) { return ew_unary(c, isnan_range); }
 
-int run_isinf(op_ctx_t *c)
+static int isinf_range(const ew_job_t *j, int64_t s, int64_t e)
 {
-    const tensor_t *in = c->in[0];
-    const int pos = attr_int(c->node, "detect_positive", 1) != 0;
-    const int neg = attr_int(c->node, "detect_negative", 1) != 0;
-    DISPATCH_FLOAT(in->dtype,
-                   UN_LOOP(T, uint8_t, in->data, c->out[0]->data, tensor_numel(in),
-                           (pos && x == (T)INFINITY) || (neg && x == -(T)INFINITY)),
-                   return ew_bad_type(c, in->dtype))
+    const dtype_t dt = j->c->in[0]->dtype;
+    const int pos = attr_int(j->c->node, "detect_positive", 1) != 0;
+    const int neg = attr_int(j->c->node, "detect_negative", 1) != 0;
+    DISPATCH_FLOAT(dt,
+                   UN_RANGE(T, uint8_t, j->x, j->o, s, e,
+                            (pos && x == (T)INFINITY) || (neg && x == -(T)INFINITY)),
+                   return ew_bad_type(j->c, dt))
     return 0;
 }
+int run_isinf(op_ctx_t *c) { return ew_unary(c, isinf_range); }

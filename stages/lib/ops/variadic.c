@@ -23,60 +23,51 @@ int ew_shape_variadic(op_ctx_t *c)
     return ew_set_broadcast(c, 0, c->n_in, c->in[0]->dtype);
 }
 
-/* Combines out = f(in[0], in[1]), then out = f(out, in[k]) for k >= 2, with
- * FEXPR / IEXPR over x (left) and y (right). One input: a copy. */
-#define FOLD_KERNEL(FEXPR, IEXPR)                                               \
-    do {                                                                        \
-        tensor_t *out = c->out[0];                                              \
-        const dtype_t dt = c->in[0]->dtype;                                     \
-        if (c->n_in == 1) {                                                     \
-            memcpy(out->data, c->in[0]->data, tensor_nbytes(out));              \
-            break;                                                              \
-        }                                                                       \
-        for (int k = 1; k < c->n_in; k++) {                                     \
-            bcast_t b;                                                          \
-            const tensor_t *pair[2] = {k == 1 ? c->in[0] : out, c->in[k]};      \
-            if (bcast_plan_tensors(&b, 2, pair, out))                           \
-                return op_fail(c, "input %d does not broadcast to the output", k); \
-            const void *A = pair[0]->data, *B = pair[1]->data;                  \
-            if (dtype_is_float(dt)) {                                           \
-                DISPATCH_FLOAT(dt, BIN_ROWS(&b, T, T, T, A, B, out->data, FEXPR), \
-                               return ew_bad_type(c, dt))                   \
-            } else {                                                            \
-                DISPATCH_INT(dt, BIN_ROWS(&b, T, T, T, A, B, out->data, IEXPR), \
-                             return ew_bad_type(c, dt))                     \
-            }                                                                   \
-        }                                                                       \
-    } while (0)
+/* Range function of one fold step: FEXPR for floats, IEXPR for integers,
+ * over x (the left operand: in[0] or the output so far) and y (in[k]). */
+#define FOLD_STEP EW_BINARY_RANGE
 
-int run_sum(op_ctx_t *c)
+FOLD_STEP(sum_step, x + y, (uint64_t)x + (uint64_t)y)
+FOLD_STEP(max_step, x != x || x > y ? x : y, x > y ? x : y)
+FOLD_STEP(min_step, x != x || x < y ? x : y, x < y ? x : y)
+
+/* out = f(in[0], in[1]), then out = f(out, in[k]) for k >= 2 (in place:
+ * each element reads only its own position of out). One input: a copy. */
+static int fold(op_ctx_t *c, ew_range_fn step)
 {
-    FOLD_KERNEL(x + y, (uint64_t)x + (uint64_t)y);
+    tensor_t *out = c->out[0];
+    if (c->n_in == 1) {
+        memcpy(out->data, c->in[0]->data, tensor_nbytes(out));
+        return 0;
+    }
+    for (int k = 1; k < c->n_in; k++) {
+        bcast_t b;
+        const tensor_t *pair[2] = {k == 1 ? c->in[0] : out, c->in[k]};
+        if (bcast_plan_tensors(&b, 2, pair, out))
+            return op_fail(c, "input %d does not broadcast to the output", k);
+        ew_job_t j = {.c = c, .b = &b, .x = pair[0]->data, .y = pair[1]->data, .o = out->data};
+        if (ew_parallel(&j, tensor_numel(out), step)) return OP_ERROR;
+    }
     return 0;
 }
 
-int run_max(op_ctx_t *c)
-{
-    FOLD_KERNEL(x != x || x > y ? x : y, x > y ? x : y);
-    return 0;
-}
+int run_sum(op_ctx_t *c) { return fold(c, sum_step); }
+int run_max(op_ctx_t *c) { return fold(c, max_step); }
+int run_min(op_ctx_t *c) { return fold(c, min_step); }
 
-int run_min(op_ctx_t *c)
+static int mean_divide(const ew_job_t *j, int64_t s, int64_t e)
 {
-    FOLD_KERNEL(x != x || x < y ? x : y, x < y ? x : y);
+    const dtype_t dt = j->c->out[0]->dtype;
+    DISPATCH_FLOAT(dt, const T k = (T)j->c->n_in; UN_RANGE(T, T, j->o, j->o, s, e, x / k),
+                   return ew_bad_type(j->c, dt))
     return 0;
 }
 
 int run_mean(op_ctx_t *c)
 {
-    FOLD_KERNEL(x + y, (uint64_t)x + (uint64_t)y);
-    tensor_t *out = c->out[0];
-    const int64_t n = tensor_numel(out);
-    DISPATCH_FLOAT(out->dtype,
-                   const T k = (T)c->n_in;
-                   UN_LOOP(T, T, out->data, out->data, n, x / k),
-                   return ew_bad_type(c, out->dtype))
-    return 0;
+    if (fold(c, sum_step)) return OP_ERROR;
+    ew_job_t j = {.c = c, .o = c->out[0]->data};
+    return ew_parallel(&j, tensor_numel(c->out[0]), mean_divide);
 }
 
 /* ---- Where ---- */
@@ -90,27 +81,36 @@ int ew_shape_where(op_ctx_t *c)
     return ew_set_broadcast(c, 0, 3, c->in[1]->dtype);
 }
 
-int run_where(op_ctx_t *c)
+static int where_range(const ew_job_t *j, int64_t s, int64_t e)
 {
-    bcast_t b;
-    if (ew_plan(c, &b, 3)) return OP_ERROR;
-    const uint8_t *cond = c->in[0]->data;
-    const int64_t n = b.inner, sc = b.is[0], sx = b.is[1], sy = b.is[2];
-    DISPATCH_BYSIZE(dtype_size(c->in[1]->dtype), {
-        const T *X = c->in[1]->data;
-        const T *Y = c->in[2]->data;
-        T *O = c->out[0]->data;
-        BCAST_FOR_ROWS(&b, it) {
-            const uint8_t *pc = cond + it.off[0];
+    const bcast_t *b = j->b;
+    const int64_t n = b->inner, sc = b->is[0], sx = b->is[1], sy = b->is[2];
+    if (s >= e) return 0;
+    DISPATCH_BYSIZE(dtype_size(j->c->in[1]->dtype), {
+        const uint8_t *C = j->x;
+        const T *X = j->y;
+        const T *Y = j->z;
+        T *O = j->o;
+        int64_t pos = s;
+        bcast_iter_t it = bcast_seek(b, s / n);
+        while (pos < e) {
+            const int64_t base = it.row * n;
+            const int64_t j0 = pos - base;
+            const int64_t j1 = e - base < n ? e - base : n;
+            const uint8_t *pc = C + it.off[0];
             const T *px = X + it.off[1];
             const T *py = Y + it.off[2];
-            T *po = O + it.row * n;
+            T *po = O + base;
             if (sc && sx && sy) {
-                for (int64_t i = 0; i < n; i++) po[i] = pc[i] ? px[i] : py[i];
+                for (int64_t i = j0; i < j1; i++) po[i] = pc[i] ? px[i] : py[i];
             } else {
-                for (int64_t i = 0; i < n; i++) po[i] = pc[i * sc] ? px[i * sx] : py[i * sy];
+                for (int64_t i = j0; i < j1; i++) po[i] = pc[i * sc] ? px[i * sx] : py[i * sy];
             }
+            pos = base + j1;
+            bcast_next(b, &it);
         }
-    }, return ew_bad_type(c, c->in[1]->dtype))
+    }, return ew_bad_type(j->c, j->c->in[1]->dtype))
     return 0;
 }
+
+int run_where(op_ctx_t *c) { return ew_broadcast(c, 3, where_range); }
