@@ -38,5 +38,7 @@ int unique_shape(op_ctx_t *c);
 int unique_run(op_ctx_t *c);
 int roialign_shape(op_ctx_t *c);
 int roialign_run(op_ctx_t *c);
+int rnn_shape(op_ctx_t *c);
+int rnn_run(op_ctx_t *c);
 
 #endif
