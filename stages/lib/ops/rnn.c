@@ -238,7 +238,7 @@ static void rnn_step(const rnn_plan_t *p, const rnn_act_t *act, const double *x,
             fg[j] = act_apply(&act[0], rnn_clip(p, rnn_pre(p, x, h, w, r, b, 2 * H + j) + pf * cs[j]));
             if (p->input_forget) fg[j] = 1 - ig[j];
             cg[j] = act_apply(&act[1], rnn_clip(p, rnn_pre(p, x, h, w, r, b, 3 * H + j)));
-            og[j] = rnn_clip(p, rnn_pre(p, x, h, w, r, b, H + j));
+            og[j] = rnn_pre(p, x, h, w, r, b, H + j);   /* clipped once the peephole is in */
         }
         for (int64_t j = 0; j < H; j++) {
             cs[j] = fg[j] * cs[j] + ig[j] * cg[j];
