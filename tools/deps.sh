@@ -30,8 +30,9 @@ if [ -n "$missing" ]; then
 fi
 # onnxruntime-node ships its CPU library in the npm tarball; its install
 # script would fetch GPU binaries from a host outside the registries, so it
-# is told to skip that. npm ci installs exactly the committed lockfile.
-if [ ! -f node_modules/onnxruntime-node/package.json ]; then
+# is told to skip that. npm ci installs exactly the committed lockfile,
+# again whenever the lockfile is newer than the installed tree's record.
+if [ ! -f node_modules/onnxruntime-node/package.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
   echo "deps: npm ci (onnxruntime-node, from package-lock.json)" >&2
   ONNXRUNTIME_NODE_INSTALL=skip npm ci --onnxruntime-node-install=skip --no-audit --no-fund >&2
 fi
