@@ -106,7 +106,7 @@ void round_f16_inplace(float *x, int64_t n)
 
 /* Branch-free forms of f32_round_bf16 / f32_round_tf32 (the compiler
  * vectorises them); NaN and inf pass through unchanged. */
-void round_bf16_inplace(float *x, int64_t n)
+__attribute__((optimize("O3"))) void round_bf16_inplace(float *x, int64_t n)
 {
     uint32_t *u = (uint32_t *)x;
     for (int64_t i = 0; i < n; i++) {
@@ -118,7 +118,7 @@ void round_bf16_inplace(float *x, int64_t n)
     }
 }
 
-void round_tf32_inplace(float *x, int64_t n)
+__attribute__((optimize("O3"))) void round_tf32_inplace(float *x, int64_t n)
 {
     uint32_t *u = (uint32_t *)x;
     for (int64_t i = 0; i < n; i++) {
