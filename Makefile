@@ -64,7 +64,7 @@ DEPS_OK  := build/.deps-ok
 all: $(BINS)
 
 deps: $(DEPS_OK)
-$(DEPS_OK): tools/deps.sh
+$(DEPS_OK): tools/deps.sh package.json package-lock.json
 	$(Q)tools/deps.sh
 	$(Q)mkdir -p $(@D) && touch $@
 
