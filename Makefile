@@ -126,7 +126,7 @@ build/models/%/.done: models/reproducers/%.py models/reproducers/common.py | $(D
 TEST_SCRIPTS = $(sort $(wildcard tests/unit/*.t tests/stage/*.t tests/e2e/*.t))
 test: tools
 	$(Q)PARITY_BIN=$(CURDIR)/$(O)/bin PARITY_TESTS=$(CURDIR)/$(O)/tests PYTHON=$(PYTHON) \
-	  $(PROVE) -j2 $(if $(V),-v) $(filter $(O)/tests/unit/%,$(TEST_BINS)) $(TEST_SCRIPTS) tests/conformance/conformance.t
+	  $(PROVE) -j2 $(if $(V),-v) $(filter $(O)/tests/unit/% $(O)/tests/fuzz/%,$(TEST_BINS)) $(TEST_SCRIPTS) tests/conformance/conformance.t
 
 conformance: tools
 	$(Q)PARITY_BIN=$(CURDIR)/$(O)/bin PARITY_TESTS=$(CURDIR)/$(O)/tests CONFORMANCE_FILTER='$(FILTER)' $(PROVE) -v tests/conformance/conformance.t
