@@ -21,6 +21,7 @@ static const char usage[] =
     "      --precision P            fp32 (default), tf32, fp16 or bf16 (overrides the config)\n"
     "      --config FILE            precision config: per-layer constraints, strongly_typed\n"
     "      --layers-out FILE        write the layer report (JSON)\n"
+    "      --no-fusion              keep activations as layers of their own\n"
     "  -h, --help                   this text\n"
     "  -V, --version                print the version\n"
     "Exit: 0 built, 2 bad usage or bad model, 3 internal error.\n";
@@ -29,7 +30,7 @@ int main(int argc, char **argv)
 {
     static const struct option longopts[] = {
         {"output", required_argument, 0, 'o'}, {"input-shape", required_argument, 0, 's'},
-        {"precision", required_argument, 0, 'p'}, {"config", required_argument, 0, 'c'}, {"layers-out", required_argument, 0, 'l'},
+        {"precision", required_argument, 0, 'p'}, {"config", required_argument, 0, 'c'}, {"layers-out", required_argument, 0, 'l'}, {"no-fusion", no_argument, 0, 'F'},
         {"help", no_argument, 0, 'h'}, {"version", no_argument, 0, 'V'}, {0, 0, 0, 0},
     };
     const char *out = NULL, *layers = NULL;
@@ -43,6 +44,7 @@ int main(int argc, char **argv)
         case 'p': o.precision = optarg; break;
         case 'c': o.precision_config = optarg; break;
         case 'l': layers = optarg; break;
+        case 'F': o.no_fusion = 1; break;
         case 'h': fputs(usage, stdout); return 0;
         case 'V': puts("build-engine (parity) 0.1.0"); return 0;
         default: die_usage("build-engine", "unknown option");

@@ -60,14 +60,20 @@ def rel_err(a, b):
 # convclip: TF32 error is small, non-zero, and lives where outputs are not clipped deep
 d = os.path.join(models, "convclip")
 inp = os.path.join(d, "input")
-e32, l32 = engine(os.path.join(d, "convclip.onnx"))
-etf, ltf = engine(os.path.join(d, "convclip.onnx"), "--precision", "tf32")
+# unfused, so the pre-clip tensor exists in the dump; fused is the default
+e32, l32 = engine(os.path.join(d, "convclip.onnx"), "--no-fusion")
+e32f, l32f = engine(os.path.join(d, "convclip.onnx"))
+etf, ltf = engine(os.path.join(d, "convclip.onnx"), "--precision", "tf32", "--no-fusion")
 if e32 and etf:
     dump = infer(e32, inp, "--dump", "all")
     a, pre = dump["output"], dump["%2Fconv%2FConv_output_0"]
     a2 = infer(e32, inp, "--threads", "2")["output"]
     t = infer(etf, inp)["output"]
     ok(a.tobytes() == a2.tobytes(), "convclip: FP32 vs FP32 is exact (1 and 2 threads)")
+    fused = infer(e32f, inp)["output"]
+    ok(fused.tobytes() == a.tobytes() and [l["op"] for l in l32f["layers"]] == ["Conv"]
+       and l32f["layers"][0]["fused_from"] == ["/conv/Conv", "/act/Clip"],
+       "convclip: Conv+Clip fuse into one layer with bit-identical FP32 output")
     err = np.abs(t.astype(np.float64) - a)
     ok(0 < err.max() < 1e-2, "convclip: TF32 error is small but non-zero (max %.3g)" % err.max())
     # where the convolution lands well outside [0, 6] the clip hides any TF32 error

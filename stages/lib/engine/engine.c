@@ -64,6 +64,10 @@ int engine_write(const graph_t *g, const engine_meta_t *m, const char *path, per
         en->fused_from = n->fused_from ? n->fused_from : empty;
         en->has_round_inputs = 1;
         en->round_inputs = n->round_inputs;
+        en->has_activation = en->has_act_a = en->has_act_b = n->act != 0;
+        en->activation = n->act;
+        en->act_a = n->act_a;
+        en->act_b = n->act_b;
         np[i] = en;
     }
     (void)names; (void)n_names;
@@ -212,6 +216,13 @@ graph_t *engine_read(const char *path, engine_meta_t *m, perr_t *e)
         if (en->reason && en->reason[0]) n->reason = xstrdup(en->reason);
         if (en->fused_from && en->fused_from[0]) n->fused_from = xstrdup(en->fused_from);
         n->round_inputs = en->round_inputs;
+        if (en->activation < ACT_NONE || en->activation > ACT_SIGMOID) {
+            BAD(e, "%s: node '%s': unknown fused activation %d", path, en->name, en->activation);
+            goto fail;
+        }
+        n->act = en->activation;
+        n->act_a = en->act_a;
+        n->act_b = en->act_b;
     }
     g->outputs = xcalloc(eng->n_output + 1, sizeof(int));
     for (size_t i = 0; i < eng->n_output; i++) {

@@ -53,7 +53,13 @@ typedef struct node {
     uint64_t round_inputs;         /* bit i: round input i to the compute precision
                                       (the cast at a precision boundary) */
     char *fused_from;              /* comma-separated original node names */
+    /* an activation fused into this layer's output (fuse.c): applied in
+     * float32 before the storage rounding, as a GPU engine's fused epilogue */
+    int act;                       /* ACT_NONE, ACT_RELU, ACT_CLIP, ACT_LEAKY, ACT_SIGMOID */
+    float act_a, act_b;            /* clip min/max, leaky alpha */
 } node_t;
+
+enum { ACT_NONE = 0, ACT_RELU, ACT_CLIP, ACT_LEAKY, ACT_SIGMOID };
 
 typedef struct opset_import { char *domain; int version; } opset_import_t;
 

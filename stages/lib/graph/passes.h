@@ -17,5 +17,8 @@ int graph_fold(graph_t *g, int64_t max_fold_bytes, perr_t *e);
  * activations so values whose lifetimes do not overlap share memory.
  * Returns the arena size in bytes. */
 int64_t graph_plan_memory(graph_t *g);
+/* Fuses Relu/Clip/LeakyRelu/Sigmoid into the Conv/ConvTranspose/Gemm that
+ * feeds only them (after precision assignment); returns the count. */
+int graph_fuse_activations(graph_t *g);
 
 #endif

@@ -1,4 +1,5 @@
 /* run.c — the one path from a node to its kernel (see run.h). */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include "ops/run.h"
@@ -81,6 +82,29 @@ static void round_to_precision(float *x, int64_t count, precision_t p)
     }
 }
 
+/* The fused epilogue (graph/fuse.c): the same formulas as the Relu, Clip,
+ * LeakyRelu and Sigmoid kernels, on the layer's float32 output. */
+static void apply_activation(const node_t *n, float *x, int64_t count)
+{
+    const float a = n->act_a, b = n->act_b;
+    switch (n->act) {
+    case ACT_RELU: for (int64_t i = 0; i < count; i++) x[i] = x[i] < 0 ? 0.0f : x[i]; break;
+    case ACT_CLIP: for (int64_t i = 0; i < count; i++) x[i] = x[i] < a ? (a > b ? b : a) : x[i] > b ? b : x[i]; break;
+    case ACT_LEAKY: for (int64_t i = 0; i < count; i++) x[i] = x[i] < 0 ? a * x[i] : x[i]; break;
+    case ACT_SIGMOID:
+        for (int64_t i = 0; i < count; i++) {
+            if (x[i] >= 0) {
+                x[i] = 1.0f / (1.0f + expf(-x[i]));
+            } else {
+                float ex = expf(x[i]);
+                x[i] = ex / (1.0f + ex);
+            }
+        }
+        break;
+    default: break;
+    }
+}
+
 int node_run(const node_t *n, const tensor_t *const *in, tensor_t **out, int threads,
              scratch_pool_t *pool, perr_t *e)
 {
@@ -146,6 +170,7 @@ int node_run(const node_t *n, const tensor_t *const *in, tensor_t **out, int thr
     if (pool) pool->used = 0;
     rc = n->op->run(&c);
     if (rc) goto done;
+    if (n->act && out[0] && out[0]->dtype == DT_FLOAT) apply_activation(n, out[0]->data, tensor_numel(out[0]));
     for (int i = 0; i < n->n_out; i++) {
         tensor_t *o = out[i];
         if (!o || o->dtype != DT_FLOAT) continue;

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "precision/precision.h"
+#include "graph/passes.h"
 #include "config/config.h"
 #include "ops/ops.h"
 #include "tensor/half.h"
@@ -261,6 +262,9 @@ int precision_apply(graph_t *g, const precision_policy_t *pp, FILE *warn, perr_t
         }
         choose_precision(n, pp, rules);
     }
+    /* fusion sees each layer's precision (only equal ones fuse) and comes
+     * before the boundary rounding, so folded weights are rounded once */
+    if (pp->fuse) graph_fuse_activations(g);
     if (!pp->strongly_typed) mark_boundaries(g);
     for (int r = 0; r < pp->n_rules && warn && !pp->strongly_typed; r++)
         if (!rules[r].matched)

@@ -28,6 +28,7 @@ typedef struct precision_policy {
     precision_rule_t *rules;
     int n_rules;
     char *source;          /* config file, or "" */
+    int fuse;              /* fuse layers (graph/fuse.c) once precisions are chosen */
 } precision_policy_t;
 
 /* Loads a precision config (path may be NULL); cli_precision, when given,
