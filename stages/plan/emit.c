@@ -101,6 +101,7 @@ static int emit_engines(const model_cfg_t *m, const char *dir, sb_t *mk, perr_t 
 {
     for (int p = 0; p < m->n_precisions; p++) {
         const char *pn = m->precisions[p].name;
+        if (m->precisions[p].backend) continue;   /* run by its backend, from the ONNX file */
         sb_t args = {0};
         sb_printf(&args, "--config '%s'", m->precisions[p].config);
         for (int i = 0; i < m->n_shapes; i++) sb_printf(&args, " --input-shape '%s'", m->shapes[i]);
@@ -147,11 +148,20 @@ static int emit_cells(const model_cfg_t *m, const char *dir, sb_t *mk, perr_t *e
             snprintf(cd, sizeof cd, "%s/cells/%s", dir, cell);
             const char *pn = m->precisions[p].name;
             int is_ref = v == m->ref_variant && p == m->ref_precision;
-            int precision_cell = v == m->ref_variant;
-            sb_printf(mk, "%s/out.done: %s/engines/%s.engine %s $(PARITY_BIN)/infer\n", cd, dir, pn, stamp);
-            sb_printf(mk, "\t@echo '  INFER   %s %s'\n", m->name, cell);
-            sb_printf(mk, "\t$(Q)rm -f $@ && mkdir -p '%s' && $(PARITY_BIN)/infer '%s/engines/%s.engine' -i '%s' -o '%s/out' "
-                          "--threads $(THREADS) --stats '%s/stats.json' && touch $@\n\n", cd, dir, pn, sets, cd, cd);
+            const char *backend = m->precisions[p].backend;
+            /* layerwise needs dumps of both sides: parity cells only */
+            int precision_cell = v == m->ref_variant && !backend && !m->precisions[m->ref_precision].backend;
+            if (backend) {
+                sb_printf(mk, "%s/out.done: %s %s %s\n", cd, m->model, backend, stamp);
+                sb_printf(mk, "\t@echo '  BACKEND %s %s'\n", m->name, cell);
+                sb_printf(mk, "\t$(Q)rm -f $@ && mkdir -p '%s' && '%s' run --model '%s' --input '%s' --output '%s/out' "
+                              "--threads $(THREADS) --stats '%s/stats.json' && touch $@\n\n", cd, backend, m->model, sets, cd, cd);
+            } else {
+                sb_printf(mk, "%s/out.done: %s/engines/%s.engine %s $(PARITY_BIN)/infer\n", cd, dir, pn, stamp);
+                sb_printf(mk, "\t@echo '  INFER   %s %s'\n", m->name, cell);
+                sb_printf(mk, "\t$(Q)rm -f $@ && mkdir -p '%s' && $(PARITY_BIN)/infer '%s/engines/%s.engine' -i '%s' -o '%s/out' "
+                              "--threads $(THREADS) --stats '%s/stats.json' && touch $@\n\n", cd, dir, pn, sets, cd, cd);
+            }
             if (!is_ref) {
                 sb_printf(mk, "%s/compare.json: %s/out.done %s/cells/%s/out.done %s/compare.args $(PARITY_BIN)/compare\n",
                           cd, cd, dir, ref, dir);
@@ -199,10 +209,11 @@ static void cell_results(const model_cfg_t *m, const char *dir, int v, int p, sb
     char cd[1024];
     snprintf(cd, sizeof cd, "%s/cells/%s__%s", dir, m->variants[v].name, m->precisions[p].name);
     int is_ref = v == m->ref_variant && p == m->ref_precision;
+    int layerwise = v == m->ref_variant && !is_ref && !m->precisions[p].backend && !m->precisions[m->ref_precision].backend;
     sb_printf(b, " %s/out.done", cd);
     if (!is_ref) sb_printf(b, " %s/compare.json", cd);
     if (m->detection) sb_printf(b, " %s/map.json", cd);
-    if (v == m->ref_variant && !is_ref) sb_printf(b, " %s/layerwise.json %s/local.json", cd, cd);
+    if (layerwise) sb_printf(b, " %s/layerwise.json %s/local.json", cd, cd);
 }
 
 static int emit_selection(const model_cfg_t *m, const char *dir, sb_t *mk)
@@ -273,13 +284,15 @@ static json_t *plan_json(const model_cfg_t *m, const char *dir)
     for (int v = 0; v < m->n_variants; v++) {
         pre_paths(m, dir, v, sets, stamp, sizeof sets);
         for (int p = 0; p < m->n_precisions; p++) {
-            int is_ref = v == m->ref_variant && p == m->ref_precision, prec = v == m->ref_variant;
+            int is_ref = v == m->ref_variant && p == m->ref_precision;
+            int prec = v == m->ref_variant && !m->precisions[p].backend && !m->precisions[m->ref_precision].backend;
             snprintf(buf, sizeof buf, "%s/cells/%s__%s", dir, m->variants[v].name, m->precisions[p].name);
             json_t *c = json_object();
             snprintf(ref, sizeof ref, "%s__%s", m->variants[v].name, m->precisions[p].name);
             json_object_set_new(c, "name", json_string(ref));
             json_object_set_new(c, "variant", json_string(m->variants[v].name));
             json_object_set_new(c, "precision", json_string(m->precisions[p].name));
+            json_object_set_new(c, "backend", json_string(m->precisions[p].backend ? m->precisions[p].backend : "parity"));
             json_object_set_new(c, "is_reference", json_boolean(is_ref));
             json_object_set_new(c, "dir", json_string(buf));
             json_object_set_new(c, "inputs", json_string(sets));
@@ -296,7 +309,7 @@ static json_t *plan_json(const model_cfg_t *m, const char *dir)
             CELL_FILE("local", "local.json", prec && !is_ref);
 #undef CELL_FILE
             json_t *checks = json_array();
-            if (!is_ref && prec && m->require_compare) json_array_append_new(checks, json_string("compare"));
+            if (!is_ref && v == m->ref_variant && m->require_compare) json_array_append_new(checks, json_string("compare"));
             if (m->detection && !is_ref && m->max_map_drop >= 0) json_array_append_new(checks, json_string("map_drop"));
             if (m->detection && is_ref && m->min_map >= 0) json_array_append_new(checks, json_string("min_map"));
             json_array_append_new(checks, json_string("finite"));

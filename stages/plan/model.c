@@ -66,7 +66,7 @@ static int write_if_changed(const char *path, const char *text, perr_t *e)
 
 /* An entry of variants: / precisions: a name, or {name: N, config: {...}}. */
 static int load_entry(model_cfg_t *m, const cfg_node_t *nd, const char *what, const char *dir,
-                      const char *build_dir, char **name, char **file, perr_t *e)
+                      const char *build_dir, char **name, char **file, char **backend, perr_t *e)
 {
     char where[256];
     if (nd->kind == CFG_SCALAR) {
@@ -79,7 +79,24 @@ static int load_entry(model_cfg_t *m, const cfg_node_t *nd, const char *what, co
         return 0;
     }
     if (nd->kind != CFG_MAP) return BAD(e, "%s: %s: expected a name or {name, config}", cfg_node_where(nd, where, sizeof where), what);
-    const cfg_node_t *nn = cfg_map_get(nd, "name"), *cc = cfg_map_get(nd, "config");
+    const cfg_node_t *nn = cfg_map_get(nd, "name"), *cc = cfg_map_get(nd, "config"), *bk = cfg_map_get(nd, "backend");
+    if (bk && nn && !strcmp(what, "precision")) {
+        /* a column run by another backend: {name: ort, backend: onnxruntime} */
+        char *b;
+        if (get_checked(m, nn, "name", 0, name, e) || get_checked(m, bk, "backend", 1, &b, e)) return -1;
+        if (!strchr(b, '/')) {
+            size_t l = strlen(b) + 32;
+            *backend = xmalloc(l);
+            snprintf(*backend, l, "pipeline/backends/%s", b);
+            free(b);
+        } else {
+            *backend = b;
+        }
+        if (!file_exists(*backend))
+            return BAD(e, "%s: backend: no such backend %s", cfg_node_where(bk, where, sizeof where), *backend);
+        *file = NULL;
+        return 0;
+    }
     if (!nn || !cc || cc->kind != CFG_MAP)
         return BAD(e, "%s: %s: an inline entry needs 'name' and a 'config' mapping", cfg_node_where(nd, where, sizeof where), what);
     if (get_checked(m, nn, "name", 0, name, e)) return -1;
@@ -104,16 +121,17 @@ static int load_list(model_cfg_t *m, const char *key, const char *dir, const cha
     if (l->kind != CFG_SEQ || l->n == 0 || l->n > PLAN_MAX)
         return BAD(e, "%s: %s: expected a list of 1 to %d names", cfg_node_where(l, where, sizeof where), key, PLAN_MAX);
     for (int64_t i = 0; i < l->n; i++) {
-        char *name = NULL, *file = NULL;
+        char *name = NULL, *file = NULL, *backend = NULL;
         const char *what = !strcmp(key, "variants") ? "variant" : "precision";
         if (load_entry(m, l->items[i], what, !strcmp(key, "variants") ? "configs/preprocess" : "configs/precisions",
-                       build_dir, &name, &file, e))
+                       build_dir, &name, &file, &backend, e))
             return -1;
         if (!strcmp(key, "variants")) {
             m->variants[m->n_variants].name = name;
             m->variants[m->n_variants++].config = file;
         } else {
             m->precisions[m->n_precisions].name = name;
+            m->precisions[m->n_precisions].backend = backend;
             m->precisions[m->n_precisions++].config = file;
         }
     }
@@ -240,7 +258,9 @@ int model_load(model_cfg_t *m, const char *path, const char *build_dir, perr_t *
 void model_free(model_cfg_t *m)
 {
     for (int i = 0; i < m->n_variants; i++) { free(m->variants[i].name); free(m->variants[i].config); }
-    for (int i = 0; i < m->n_precisions; i++) { free(m->precisions[i].name); free(m->precisions[i].config); }
+    for (int i = 0; i < m->n_precisions; i++) {
+        free(m->precisions[i].name); free(m->precisions[i].config); free(m->precisions[i].backend);
+    }
     for (int i = 0; i < m->n_shapes; i++) free(m->shapes[i]);
     for (int i = 0; i < m->n_pre_set; i++) free(m->pre_set[i]);
     for (int i = 0; i < m->n_tols; i++) free(m->tols[i].name);

@@ -15,7 +15,9 @@ typedef struct variant {
 
 typedef struct precision_cfg {
     char *name;
-    char *config;        /* path of its precision YAML */
+    char *config;        /* path of its precision YAML (parity cells) */
+    char *backend;       /* or: the backend command that runs these cells
+                            (pipeline/backends/NAME, or a path), NULL = parity */
 } precision_cfg_t;
 
 typedef struct tensor_tol {

@@ -92,7 +92,10 @@ int precision_policy_load(precision_policy_t *pp, const char *path, const char *
     pp->source = xstrdup(path ? path : "");
     if (path) {
         config_t *c = config_load(path, e);
-        if (!c) return -1;
+        if (!c) {
+            precision_policy_free(pp);
+            return -1;
+        }
         int idx, rc = 0;
         if (config_check_keys(c, allowed_keys, e)) rc = -1;
         if (!rc && config_enum(c, "precision", precision_names, &idx, e) == 1) pp->global = (precision_t)idx;
