@@ -83,6 +83,13 @@ static void die(const perr_t *e)
 
 static int verbose;
 
+static void free_args(const char **dopt, int ndopt, const char **sets)
+{
+    for (int i = 0; i < ndopt; i++) free((void *)dopt[i]);
+    free(dopt);
+    free(sets);
+}
+
 /* With --verbose: the wall and CPU time since the previous call. */
 static void phase(const char *what)
 {
@@ -166,6 +173,10 @@ int main(int argc, char **argv)
             die_usage(prog, "decoding options apply only when --dt is a folder");
         if (coco_dets_load(dt_path, nthreads, &dets, &e)) die(&e);
     }
+    free_args(dopt, ndopt, sets);
+    dopt = NULL;
+    sets = NULL;
+    ndopt = 0;
     phase("dt");
     coco_eval_t ev;
     if (coco_evaluate(&gt, &dets, nthreads, &ev, &e)) {
@@ -200,8 +211,6 @@ int main(int argc, char **argv)
     coco_dets_free(&dets);
     coco_gt_free(&gt);
 done:
-    for (int i = 0; i < ndopt; i++) free((void *)dopt[i]);
-    free(dopt);
-    free(sets);
+    free_args(dopt, ndopt, sets);
     return 0;
 }
