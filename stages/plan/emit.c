@@ -15,18 +15,6 @@
 #include "emit.h"
 #include "util/fsutil.h"
 
-static int write_if_changed(const char *path, const char *text, perr_t *e)
-{
-    char *old;
-    size_t n;
-    perr_t ignore = {0};
-    if (!read_file(path, &old, &n, &ignore)) {
-        int same = n == strlen(text) && !memcmp(old, text, n);
-        free(old);
-        if (same) return 0;
-    }
-    return atomic_write(path, text, strlen(text), e);
-}
 
 /* A growing string. */
 typedef struct sb { char *s; size_t n, cap; } sb_t;

@@ -50,19 +50,6 @@ static int get_checked(const model_cfg_t *m, const cfg_node_t *nd, const char *k
     return 0;
 }
 
-/* Writes text to path unless the file already holds exactly that. */
-static int write_if_changed(const char *path, const char *text, perr_t *e)
-{
-    char *old;
-    size_t n;
-    perr_t ignore = {0};
-    if (!read_file(path, &old, &n, &ignore)) {
-        int same = n == strlen(text) && !memcmp(old, text, n);
-        free(old);
-        if (same) return 0;
-    }
-    return atomic_write(path, text, strlen(text), e);
-}
 
 /* An entry of variants: / precisions: a name, or {name: N, config: {...}}. */
 static int load_entry(model_cfg_t *m, const cfg_node_t *nd, const char *what, const char *dir,

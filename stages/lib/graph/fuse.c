@@ -69,6 +69,26 @@ static int channel_bias(const graph_t *g, const node_t *conv, const value_t *k, 
     return 1;
 }
 
+/* Layers fuse when they store the same type and compute alike: equal
+ * precisions, or a TF32 GEMM followed by an FP32 layer (TF32 only ever
+ * changes the GEMM's operands; its epilogue runs in FP32 on the GPU too). */
+static int same_precision(const node_t *c, const node_t *a)
+{
+    if (c->storage != a->storage) return 0;
+    return c->precision == a->precision || (c->precision == PREC_TF32 && a->precision == PREC_FP32);
+}
+
+/* Records in the layer report that layer a now lives inside layer c. */
+static void note_fused(node_t *c, const node_t *a)
+{
+    const char *before = c->fused_from ? c->fused_from : c->name;
+    size_t len = strlen(before) + strlen(a->name) + 2;
+    char *ff = xmalloc(len);
+    snprintf(ff, len, "%s,%s", before, a->name);
+    free(c->fused_from);
+    c->fused_from = ff;
+}
+
 /* A new constant holding `count` floats, named after the layer. */
 static float *new_const(graph_t *g, const char *layer, const char *what, int ndim, const int64_t *dims, int *index)
 {
@@ -132,19 +152,14 @@ static int fold_affine(graph_t *g, int *readers, char *drop)
             if (p < 0 || drop[p] || readers[v] != 1 || g->vals[v].is_output) continue;
             node_t *c = &g->nodes[p];
             if (c->domain[0] || strcmp(c->op_type, "Conv") || c->act || c->n_out != 1 || c->n_in < 2) continue;
-            if (c->precision != a->precision || c->storage != a->storage) continue;
+            if (!same_precision(c, a)) continue;
             int64_t C;
             if (!channel_bias(g, c, &g->vals[kv], &C)) continue;
             if (fold_into_conv(g, c, is_mul, g->vals[kv].t.data, C)) break;
             c = &g->nodes[p];
             c->out[0] = a->out[0];
             g->vals[a->out[0]].producer = p;
-            const char *before = c->fused_from ? c->fused_from : c->name;
-            size_t len = strlen(before) + strlen(a->name) + 2;
-            char *ff = xmalloc(len);
-            snprintf(ff, len, "%s,%s", before, a->name);
-            free(c->fused_from);
-            c->fused_from = ff;
+            note_fused(c, a);
             drop[i] = 1;
             folded++;
             break;
@@ -198,7 +213,7 @@ int graph_fuse_activations(graph_t *g)
         if (p < 0 || drop[p] || readers[v] != 1 || g->vals[v].is_output) continue;
         node_t *c = &g->nodes[p];
         if (!fusable_producer(c) || c->n_out != 1 || c->out[0] != v) continue;
-        if (c->precision != a->precision || c->storage != a->storage) continue;
+        if (!same_precision(c, a)) continue;
         if (g->vals[v].t.dtype != DT_FLOAT) continue;
         float lo = 0, hi = 0;
         int kind = act_kind(g, a, &lo, &hi);
@@ -207,12 +222,7 @@ int graph_fuse_activations(graph_t *g)
         c->act_a = lo;
         c->act_b = hi;
         c->out[0] = a->out[0];
-        const char *before = c->fused_from ? c->fused_from : c->name;
-        size_t len = strlen(before) + strlen(a->name) + 2;
-        char *ff = xmalloc(len);
-        snprintf(ff, len, "%s,%s", before, a->name);
-        free(c->fused_from);
-        c->fused_from = ff;
+        note_fused(c, a);
         drop[i] = 1;
         fused++;
     }

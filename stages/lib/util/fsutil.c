@@ -60,6 +60,19 @@ int atomic_write(const char *path, const void *data, size_t n, perr_t *e)
     return atomic_commit(&af, e);
 }
 
+int write_if_changed(const char *path, const char *text, perr_t *e)
+{
+    char *old;
+    size_t n;
+    perr_t ignore = {0};
+    if (!read_file(path, &old, &n, &ignore)) {
+        int same = n == strlen(text) && !memcmp(old, text, n);
+        free(old);
+        if (same) return 0;
+    }
+    return atomic_write(path, text, strlen(text), e);
+}
+
 int read_file(const char *path, char **out, size_t *n, perr_t *e)
 {
     FILE *f = fopen(path, "rb");

@@ -22,6 +22,9 @@ int atomic_commit(atomic_file_t *af, perr_t *e);
 void atomic_abort(atomic_file_t *af);
 /* Writes a whole buffer atomically. */
 int atomic_write(const char *path, const void *data, size_t n, perr_t *e);
+/* Writes text atomically unless the file already holds exactly it, so make
+ * sees a new timestamp only when the content changed. */
+int write_if_changed(const char *path, const char *text, perr_t *e);
 
 /* Reads a whole file; *out is NUL-terminated (not counted in *n). */
 int read_file(const char *path, char **out, size_t *n, perr_t *e);
