@@ -13,8 +13,13 @@
 
 static const double area_lo[COCO_A] = { 0.0, 0.0, 1024.0, 9216.0 };
 static const double area_hi[COCO_A] = { 1e10, 1024.0, 9216.0, 1e10 };
-/* min(t, 1 - 1e-10) for each IoU threshold, set by coco_work_build */
-static double iou_thr[COCO_T];
+/* min(t, 1 - 1e-10) for each IoU threshold: np.linspace(.5, .95, 10) is
+ * i * step + .5 with the last set to .95 (all below 1 - 1e-10) */
+#define THR(i) ((double)(i) * ((0.95 - 0.5) / 9) + 0.5)
+static const double iou_thr[COCO_T] = {
+    THR(0), THR(1), THR(2), THR(3), THR(4), THR(5), THR(6), THR(7), THR(8), 0.95,
+};
+#undef THR
 
 /* ---- grouping (_prepare) ---- */
 
@@ -338,10 +343,6 @@ int coco_work_build(coco_work_t *w, const coco_gt_t *gt, const coco_dets_t *d, i
     w->K = gt->ncat;
     w->I = gt->nimg;
     w->nthreads = nthreads < 1 ? 1 : nthreads;
-    for (int t = 0; t < COCO_T; t++) {
-        iou_thr[t] = coco_iou_thr(t);
-        if (iou_thr[t] > 1 - 1e-10) iou_thr[t] = 1 - 1e-10;
-    }
     if (d->n == 0)
         return BAD(e, "no detections: the results list is empty (pycocotools fails on it; "
                    "no stats are defined)");
