@@ -33,14 +33,9 @@ else
 Q := @
 endif
 
-# OpenBLAS is the serial build: parity splits GEMMs into tiles on its own
-# thread pool (ops/blas.c), so results never depend on the thread count and
-# no OpenBLAS threads spin beside the pool. Linked by path with an rpath,
-# because the system-wide libopenblas.so.0 may be another variant.
-OPENBLAS_DIR ?= /usr/lib/$(shell gcc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)/openblas-serial
-PKGS     := libpng yaml-0.1 libprotobuf-c jansson zlib
-PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null) $(shell PKG_CONFIG_PATH=$(OPENBLAS_DIR)/pkgconfig pkg-config --cflags openblas 2>/dev/null)
-PKG_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -L$(OPENBLAS_DIR) -Wl,-rpath,$(OPENBLAS_DIR) -lopenblas
+PKGS     := libpng yaml-0.1 libprotobuf-c openblas jansson zlib
+PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 
 ALL_CFLAGS  = -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -Wno-sign-compare -Wno-format-truncation -Wno-missing-field-initializers \
               -MMD -MP -Istages/lib -Itests -I$(GEN) $(PKG_CFLAGS) $(SANFLAGS) $(CFLAGS)

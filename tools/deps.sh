@@ -7,7 +7,7 @@
 set -eu
 cd "$(dirname "$0")/.."
 pkgs="build-essential pkg-config libpng-dev libyaml-dev libprotobuf-c-dev protobuf-c-compiler
-libopenblas-dev libopenblas-serial-dev libjansson-dev zlib1g-dev libonnx-dev libonnx-testdata
+libopenblas-dev libjansson-dev zlib1g-dev libonnx-dev libonnx-testdata
 python3 python3-numpy python3-onnx python3-opencv python3-pil time chromium"
 missing=""
 for p in $pkgs; do
