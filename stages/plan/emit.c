@@ -235,9 +235,11 @@ static int emit_selection(const model_cfg_t *m, const char *dir, sb_t *mk)
     sb_printf(mk, "\t@echo '  REPORT  %s'\n", M);
     sb_printf(mk, "\t$(Q)$(PARITY_BIN)/report --plan '%s/plan.json' --cells \"$(%s_CELLS)\" -o 'reports/%s'\n\n", dir, M, M);
     sb_printf(mk, "validate-%s: reports/%s/results.json\n", M, M);
-    sb_printf(mk, "\t@if [ -f '%s/.validated' ] && [ '%s/.validated' -nt 'reports/%s/results.json' ]; then "
+    /* "not older" rather than "newer": file times are coarse, and the
+     * stamp can share the report's timestamp */
+    sb_printf(mk, "\t@if [ -f '%s/.validated' ] && ! [ 'reports/%s/results.json' -nt '%s/.validated' ]; then "
                   "echo 'validate: %s: nothing changed since the last run'; fi; touch '%s/.validated'\n",
-              dir, dir, M, M, dir);
+              dir, M, dir, M, dir);
     sb_printf(mk, "\t@$(PARITY_BIN)/report --verdict 'reports/%s/results.json' || true\n\n", M);
     sb_printf(mk, ".PHONY: validate-%s\n", M);
     return 0;
