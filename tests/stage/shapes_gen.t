@@ -9,6 +9,7 @@ import collections
 import filecmp
 import json
 import os
+import shutil
 import sys
 import tempfile
 
@@ -113,4 +114,5 @@ blocker = os.path.join(tmp, "file")
 open(blocker, "w").close()
 rc, _, err = run("gen-shapes", "--split", "val", "--count", 1, "-o", os.path.join(blocker, "sub"))
 ok(one_line_error(rc, err, "file") and os.path.isfile(blocker), "unwritable output: exit 2, one line", err)
+shutil.rmtree(tmp, ignore_errors=True)
 done()

@@ -10,6 +10,7 @@
 import hashlib
 import json
 import os
+import shutil
 import sys
 import tempfile
 
@@ -137,4 +138,5 @@ for op, path in models.items():
     with open(path, "rb") as f:
         h = hashlib.sha256(f.read()).hexdigest()
     ok(h in prov, "opset %d: sha256 recorded in PROVENANCE.md" % op)
+shutil.rmtree(tmp, ignore_errors=True)
 done()
