@@ -84,18 +84,29 @@ def targets_of(gt):
 
 
 def make_shard(gen, work, split, seed, start, count, level):
-    """Draws one shard with gen-shapes, resizes it; returns (npy path, targets)."""
+    """Draws one shard with gen-shapes, resizes it; returns (npy path, targets).
+    A shard already drawn in WORK (by --prep-only or an earlier trial) is reused."""
     d = os.path.join(work, f"{split}-{start}")
+    npy = os.path.join(work, f"{split}-{start}.npy")
+    cache = os.path.join(work, f"{split}-{start}-{count}.targets.json")
+    if os.path.exists(npy) and os.path.exists(cache):
+        with open(cache) as f:
+            tg = json.load(f)
+        return npy, [(np.array(l, dtype=np.int64), np.array(b, dtype=np.float32).reshape(-1, 4)) for l, b in tg]
     subprocess.run([gen, "--split", split, "--seed", str(seed), "--start", str(start), "--count",
                     str(count), "--png-level", str(level), "-j", "1", "-o", d], check=True)
     with open(os.path.join(d, "annotations.json")) as f:
         gt = json.load(f)
     imgs = np.stack([load_resized(os.path.join(d, "images", im["file_name"])) for im in gt["images"]])
-    npy = os.path.join(work, f"{split}-{start}.npy")
-    np.save(npy, imgs)
+    np.save(npy + ".tmp.npy", imgs)
+    os.replace(npy + ".tmp.npy", npy)
+    tg = targets_of(gt)
+    with open(cache + ".tmp", "w") as f:
+        json.dump([(l.tolist(), b.tolist()) for l, b in tg], f)
+    os.replace(cache + ".tmp", cache)
     if split == "train":
         shutil.rmtree(d)
-    return npy, targets_of(gt)
+    return npy, tg
 
 
 # ---------------------------------------------------------------- model
@@ -262,6 +273,56 @@ def param_groups(model, wd):
     return [{"params": decay, "weight_decay": wd}, {"params": no_decay, "weight_decay": 0.0}]
 
 
+def smoke_test(model, dev, work):
+    """One step on a synthetic batch, a deploy export and an ONNX Runtime run of the
+    untrained model: fails in seconds rather than after the training."""
+    import torch
+    model.train()
+    x = torch.rand(4, 3, INPUT_SIZE, INPUT_SIZE, device=dev)
+    lbl = [{"class_labels": torch.tensor([0, 3], device=dev),
+            "boxes": torch.tensor([[0.3, 0.3, 0.2, 0.2], [0.7, 0.6, 0.3, 0.1]], device=dev)}] * 4
+    out = model(pixel_values=x, labels=lbl)
+    out.loss.backward()
+    model.zero_grad(set_to_none=True)
+    log("smoke: loss", float(out.loss), "keys", sorted(out.loss_dict))
+    smoke_cpu = copy.deepcopy(model).cpu().eval()
+    sample = (torch.rand(1, 3, INPUT_SIZE, INPUT_SIZE), torch.tensor([[640, 480]], dtype=torch.int64))
+    smoke_dir = os.path.join(work, "smoke")
+    os.makedirs(smoke_dir, exist_ok=True)
+    export(smoke_cpu, smoke_dir, "smoke", sample)
+    with torch.no_grad():
+        ref = [t_.numpy() for t_ in deploy_wrapper(smoke_cpu)(*sample)]
+    log("smoke: ORT vs torch", ort_check(os.path.join(smoke_dir, "smoke_op17.onnx"), sample, ref))
+    del smoke_cpu
+
+
+def allreduce_grads(torch, dist, params, world):
+    """Data parallelism by hand: every rank's gradients averaged through gloo on the
+    host, in one flat buffer, in the fixed order of PARAMS (a parameter that got no
+    gradient on some rank counts as zeros, so every rank sends the same layout)."""
+    grads = []
+    for p in params:
+        if p.grad is None:
+            p.grad = torch.zeros_like(p)
+        grads.append(p.grad)
+    flat = torch.cat([g.reshape(-1) for g in grads]).cpu()
+    dist.all_reduce(flat)
+    flat = flat.to(grads[0].device).div_(world)
+    off = 0
+    for g in grads:
+        n = g.numel()
+        g.copy_(flat[off:off + n].view_as(g))
+        off += n
+
+
+def profile_report(prof):
+    import io
+    import pstats
+    buf = io.StringIO()
+    pstats.Stats(prof, stream=buf).sort_stats("tottime").print_stats(30)
+    return buf.getvalue()
+
+
 def main():
     global LOG
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -284,20 +345,35 @@ def main():
                     help="index of the first train image (a resumed run draws new ones)")
     ap.add_argument("--resume", default="", help="folder with model.pt/ema.pt/opt.pt")
     ap.add_argument("--jobs", type=int, default=max(1, (os.cpu_count() or 2) - 1))
+    ap.add_argument("--prep-only", action="store_true", help="draw the data into --work and stop")
+    ap.add_argument("--no-smoke", action="store_true", help="skip the smoke test (a trial of a round)")
+    ap.add_argument("--profile-steps", type=int, default=0, help="cProfile this many steps from step 10")
     args = ap.parse_args()
+    # Data-parallel when started by torch.distributed.run: RANK/WORLD_SIZE in the environment.
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    rank = int(os.environ.get("RANK", "0"))
+    main_rank = rank == 0
     os.makedirs(args.out, exist_ok=True)
     os.makedirs(args.work, exist_ok=True)
-    LOG = open(os.path.join(args.out, "train.log"), "a")
-    log("argv:", " ".join(sys.argv))
+    if main_rank:
+        LOG = open(os.path.join(args.out, "train.log"), "a")
+    log("argv:", " ".join(sys.argv), f"(rank {rank} of {world})")
 
-    # 1. data workers first (spawned before CUDA is touched).
+    # 1. data workers first (spawned before CUDA is touched); each rank takes its own shards.
     ctx = mp.get_context("spawn")
     pool = cf.ProcessPoolExecutor(max_workers=args.jobs, mp_context=ctx)
     val_future = pool.submit(make_shard, args.gen, args.work, "val", args.data_seed, 0, 200, 6)
     end = args.train_start + args.train_images
+    starts = list(range(args.train_start, end, SHARD))
     futures = [pool.submit(make_shard, args.gen, args.work, "train", args.data_seed, s,
                            min(SHARD, end - s), 0)
-               for s in range(args.train_start, end, SHARD)]
+               for s in (starts if args.prep_only else starts[rank::world])]
+    if args.prep_only:
+        val_future.result()
+        n = sum(len(f.result()[1]) for f in futures)
+        pool.shutdown()
+        log(f"prep: {n} train images and val-200 in {args.work}")
+        return
 
     import torch
     import transformers
@@ -311,6 +387,10 @@ def main():
                 "gpu": torch.cuda.get_device_name(0) if torch.cuda.is_available() else "none"}
     log("versions:", json.dumps(versions))
     dev = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    dist = None
+    if world > 1:
+        import torch.distributed as dist
+        dist.init_process_group("gloo")
     torch.backends.cuda.matmul.allow_tf32 = True
     torch.backends.cudnn.allow_tf32 = True
     torch.backends.cudnn.benchmark = True
@@ -322,24 +402,11 @@ def main():
 
     # 2. smoke test: one step on a synthetic batch, export + ORT of the untrained model.
     t = time.time()
-    model.train()
-    x = torch.rand(4, 3, INPUT_SIZE, INPUT_SIZE, device=dev)
-    lbl = [{"class_labels": torch.tensor([0, 3], device=dev),
-            "boxes": torch.tensor([[0.3, 0.3, 0.2, 0.2], [0.7, 0.6, 0.3, 0.1]], device=dev)}] * 4
-    out = model(pixel_values=x, labels=lbl)
-    out.loss.backward()
-    model.zero_grad(set_to_none=True)
-    log("smoke: loss", float(out.loss), "keys", sorted(out.loss_dict))
-    smoke_cpu = copy.deepcopy(model).cpu().eval()
-    sample = (torch.rand(1, 3, INPUT_SIZE, INPUT_SIZE), torch.tensor([[640, 480]], dtype=torch.int64))
-    smoke_dir = os.path.join(args.work, "smoke")
-    os.makedirs(smoke_dir, exist_ok=True)
-    export(smoke_cpu, smoke_dir, "smoke", sample)
-    with torch.no_grad():
-        ref = [t_.numpy() for t_ in deploy_wrapper(smoke_cpu)(*sample)]
-    log("smoke: ORT vs torch", ort_check(os.path.join(smoke_dir, "smoke_op17.onnx"), sample, ref))
-    del smoke_cpu
-    log(f"smoke test passed in {time.time() - t:.1f}s")
+    if args.no_smoke or not main_rank:
+        log("smoke test skipped")
+    else:
+        smoke_test(model, dev, args.work)
+        log(f"smoke test passed in {time.time() - t:.1f}s")
 
     # 3. data.
     t = time.time()
@@ -382,7 +449,9 @@ def main():
         opt.load_state_dict(st)
         for g in opt.param_groups:
             g["lr"] = args.lr
-    rng = np.random.default_rng(args.seed)
+    rng = np.random.default_rng(args.seed * 1000 + rank)
+    params = [p for p in model.parameters() if p.requires_grad]
+    prof = None
     n_train = gpu_imgs.shape[0]
     total = args.steps or 10 ** 9
     t_train = time.time()
@@ -395,10 +464,23 @@ def main():
             torch.cuda.synchronize()
             per = (time.time() - timed) / 40
             total = max(100, int((args.time_budget - (time.time() - t_train)) / per) + 50)
+            if dist:   # every rank runs rank 0's number of steps
+                tt = torch.tensor([total], dtype=torch.int64)
+                dist.broadcast(tt, 0)
+                total = int(tt)
             log(f"timing: {per * 1000:.1f} ms/step -> {total} steps in all")
         if step == 10:
             torch.cuda.synchronize()
             timed = time.time()
+            if args.profile_steps and main_rank:
+                import cProfile
+                prof = cProfile.Profile()
+                prof.enable()
+        if prof and step == 10 + args.profile_steps:
+            torch.cuda.synchronize()
+            prof.disable()
+            log(f"profile of steps 10..{step - 1}:\n" + profile_report(prof))
+            prof = None
         frac = step / max(1, total)
         warm = min(1.0, (step + 1) / args.warmup)
         lr = args.lr * warm * (0.05 + 0.95 * 0.5 * (1 + math.cos(math.pi * min(1.0, frac))))
@@ -422,24 +504,31 @@ def main():
         out = model(pixel_values=x, labels=labels)
         opt.zero_grad(set_to_none=True)
         out.loss.backward()
+        if dist:
+            allreduce_grads(torch, dist, params, world)
         gnorm = torch.nn.utils.clip_grad_norm_(model.parameters(), 0.1)
         opt.step()
-        ema.update(torch)
+        if main_rank:
+            ema.update(torch)
         step += 1
-        if step % 100 == 0 or step == 1:
+        if main_rank and (step % 100 == 0 or step == 1):
             ld = {k: round(float(v), 4) for k, v in out.loss_dict.items()
                   if k in ("loss_vfl", "loss_bbox", "loss_giou")}
             hist.append({"step": step, "loss": float(out.loss), "lr": lr, **ld})
             log(f"step {step}/{total} loss {float(out.loss):.4f} {ld} lr {lr:.2e} "
                 f"gnorm {float(gnorm):.2f} elapsed {time.time() - t_train:.0f}s")
-        if step % args.eval_every == 0 and step < total:
+        if main_rank and step % args.eval_every == 0 and step < total:
             stats = map_eval(args.map_eval, val_gt_path,
                              coco_results(detect(torch, deploy_wrapper(ema.model), val_u8, val_sizes, dev),
-                                          val_ids), args.work)
+                                          val_ids), args.out)
             log(f"eval step {step}: EMA AP {stats[0]:.4f} AP50 {stats[1]:.4f} AP75 {stats[2]:.4f}")
             model.train()
     train_time = time.time() - t_train
     log(f"training: {step} steps in {train_time:.1f}s")
+    if dist:
+        dist.barrier()
+        if not main_rank:
+            return
 
     # 5. checkpoints (each under 16 MiB: optimizer moments in bf16).
     torch.save(model.state_dict(), os.path.join(args.out, "model.pt"))
@@ -457,7 +546,7 @@ def main():
     torch.backends.cudnn.allow_tf32 = False
     stats_gpu = map_eval(args.map_eval, val_gt_path,
                          coco_results(detect(torch, deploy_wrapper(ema.model), val_u8, val_sizes, dev),
-                                      val_ids), args.work)
+                                      val_ids), args.out)
     log(f"final EMA (GPU fp32): AP {stats_gpu[0]:.4f} AP50 {stats_gpu[1]:.4f}")
     final = copy.deepcopy(ema.model).cpu().eval()
     torch.set_num_threads(min(16, os.cpu_count() or 1))
@@ -472,12 +561,12 @@ def main():
     res = coco_results(detect(torch, deploy_wrapper(final), val_u8, val_sizes, torch.device("cpu")), val_ids)
     with open(os.path.join(args.out, "torch_val200.json"), "w") as f:
         json.dump(res, f)
-    stats_cpu = map_eval(args.map_eval, val_gt_path, res, args.work)
+    stats_cpu = map_eval(args.map_eval, val_gt_path, res, args.out)
     log(f"PyTorch CPU fp32 eval on val-200 ({time.time() - t:.1f}s): AP {stats_cpu[0]:.4f} "
         f"AP50 {stats_cpu[1]:.4f} AP75 {stats_cpu[2]:.4f} APs {stats_cpu[3]:.4f} "
         f"APm {stats_cpu[4]:.4f} APl {stats_cpu[5]:.4f}")
     report = {"versions": versions, "parameters": nparams, "config": cfg.to_dict(),
-              "args": vars(args), "steps": step, "train_seconds": train_time,
+              "args": vars(args), "ranks": world, "samples": step * args.batch * world, "steps": step, "train_seconds": train_time,
               "train_images": int(n_train), "val_annotations_sha256": val_gt_sha,
               "loss_history": hist, "export": exp, "ort_vs_torch": ortd,
               "ap_gpu_fp32": stats_gpu, "ap_torch_cpu_fp32": stats_cpu,
