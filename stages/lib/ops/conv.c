@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "ops/nn_impl.h"
+#include "ops/fgemm.h"
 
 /* Column-buffer budget in elements (8 MiB of float32). */
 #define COL_BUDGET ((int64_t)1 << 21)
@@ -348,11 +349,26 @@ static int conv_bands(op_ctx_t *c, const conv_plan_t *p, int transposed)
     char *col = pointwise ? NULL : nn_scratch(c, (size_t)(ck * band * ow) * es, &owned);
     if (transposed) memset(y, 0, (size_t)(p->n * p->m * p->osz) * es);
     int rc = 0;
+    /* float32 Conv on parity's own kernel: bias and activation in its epilogue */
+    const tensor_t *bt = c->n_in > 2 ? c->in[2] : NULL;
+    int own = !transposed && dt == DT_FLOAT && fgemm_available();
+    fgemm_epi_t epi = {0};
+    if (own && fgemm_epi_supported(c->node->act)) {
+        epi.act = c->node->act;
+        epi.a = c->node->act_a;
+        epi.b = c->node->act_b;
+        c->act_done = 1;
+    }
     for (int64_t n = 0; n < p->n && !rc; n++)
         for (int64_t gi = 0; gi < p->group && !rc; gi++) {
             const char *xg = x + (n * p->cin + gi * p->cg) * p->isz * es;
             const char *wg = w + gi * p->mg * p->cg * p->kvol * es;
             char *yg = y + (n * p->m + gi * p->mg) * p->osz * es;
+            epi.bias = bt ? (const float *)bt->data + gi * p->mg : NULL;
+            if (pointwise && own) {
+                fgemm(p->mg, p->osz, ck, (const float *)wg, ck, (const float *)xg, p->isz, (float *)yg, p->osz, &epi);
+                continue;
+            }
             if (pointwise) {   /* the input already is the column matrix */
                 rc = nn_gemm(dt, 0, 0, p->mg, p->osz, ck, 1.0, wg, ck, xg, p->isz, 0.0, yg, p->osz);
                 continue;
@@ -366,13 +382,18 @@ static int conv_bands(op_ctx_t *c, const conv_plan_t *p, int transposed)
                     run_cols(dt, &p->g, p->mg, r0, r1, col, yg, 1);
                 } else {
                     run_cols(dt, &p->g, p->cg, r0, r1, xg, col, 0);
+                    if (own) {
+                        fgemm(p->mg, nc, ck, (const float *)wg, ck, (const float *)col, nc,
+                              (float *)(yg + r0 * ow * es), p->osz, &epi);
+                        continue;
+                    }
                     rc = nn_gemm(dt, 0, 0, p->mg, nc, ck, 1.0, wg, ck, col, nc, 0.0, yg + r0 * ow * es, p->osz);
                 }
             }
         }
     free(owned);
     if (rc) return op_fail(c, "convolution too large for BLAS");
-    add_bias(c, p);
+    if (!own) add_bias(c, p);
     return 0;
 }
 

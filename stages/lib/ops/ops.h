@@ -29,6 +29,9 @@ typedef struct op_ctx {
     /* Scratch memory owned by the executor, valid until the kernel returns. */
     void *(*scratch)(struct op_ctx *c, size_t bytes);
     void *scratch_owner;
+    /* Set by a kernel that applied node->act (the fused activation) itself,
+     * so the executor does not apply it again. */
+    int act_done;
 } op_ctx_t;
 
 typedef int (*op_shape_fn)(op_ctx_t *c);

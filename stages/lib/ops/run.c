@@ -170,7 +170,7 @@ int node_run(const node_t *n, const tensor_t *const *in, tensor_t **out, int thr
     if (pool) pool->used = 0;
     rc = n->op->run(&c);
     if (rc) goto done;
-    if (n->act && out[0] && out[0]->dtype == DT_FLOAT) apply_activation(n, out[0]->data, tensor_numel(out[0]));
+    if (n->act && !c.act_done && out[0] && out[0]->dtype == DT_FLOAT) apply_activation(n, out[0]->data, tensor_numel(out[0]));
     for (int i = 0; i < n->n_out; i++) {
         tensor_t *o = out[i];
         if (!o || o->dtype != DT_FLOAT) continue;

@@ -1,0 +1,38 @@
+/* fgemm.h — parity's own float32 GEMM for the shapes convolutions and
+ * MatMuls give (few rows, long rows of B), with the layer's epilogue (bias
+ * per row of C, Relu/Clip/LeakyRelu) applied while the tile is still in
+ * registers. C = A[m x k] * B[k x n], both row-major and untransposed.
+ *
+ * Deterministic: every element of C is one FMA chain over k in order,
+ * then + bias, then the activation; the tiles handed to the thread pool
+ * depend on the shape only, so the bits never depend on --threads. The
+ * kernel needs AVX-512F; fgemm_available() says whether this CPU has it
+ * (callers keep their BLAS path otherwise). */
+#ifndef PARITY_FGEMM_H
+#define PARITY_FGEMM_H
+
+#include <stdint.h>
+
+typedef struct fgemm_epi {
+    const float *bias;   /* bias[i] added to row i of C, or NULL */
+    int act;             /* ACT_NONE, ACT_RELU, ACT_CLIP or ACT_LEAKY (graph.h) */
+    float a, b;          /* Clip bounds; LeakyRelu's alpha in a */
+} fgemm_epi_t;
+
+/* 1 when the kernel can run here (and fgemm_set_enabled did not turn it off). */
+int fgemm_available(void);
+/* Tests turn the kernel off to check the fallback paths on the same machine. */
+void fgemm_set_enabled(int on);
+/* Whether the epilogue can run inside the kernel (Sigmoid cannot). */
+int fgemm_epi_supported(int act);
+
+/* C = A * B (+ epilogue). epi may be NULL. Runs on parity's thread pool;
+ * where the kernel cannot run, as fgemm_ref. */
+void fgemm(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const float *b, int64_t ldb, float *c,
+           int64_t ldc, const fgemm_epi_t *epi);
+
+/* The same result element by element in plain C (slow; the oracle). */
+void fgemm_ref(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const float *b, int64_t ldb, float *c,
+               int64_t ldc, const fgemm_epi_t *epi);
+
+#endif

@@ -1,0 +1,176 @@
+/* conv_kernels.c — checks parity's own float32 GEMM (ops/fgemm.c) and the
+ * convolution paths built on it: the AVX-512 kernel against the plain-C
+ * FMA chain (same bits), both against a double-precision triple loop; the
+ * epilogue's Relu/Clip/LeakyRelu on NaN, -0 and Clip with min > max, as
+ * the standalone kernels define them; the same bits for 1 and 3 threads;
+ * and Conv through node_run with a fused activation, with the kernel on
+ * and off, against a direct loop (the activation applied exactly once). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "tap.h"
+#include "ops/fgemm.h"
+#include "util/pool.h"
+#include "nn_testutil.h"
+
+static float *random_floats(int64_t n)
+{
+    float *p = malloc((size_t)(n > 0 ? n : 1) * sizeof *p);
+    for (int64_t i = 0; i < n; i++) p[i] = (float)(uniform() * 2 - 1);
+    return p;
+}
+
+/* The activations written out as the standalone kernels define them. */
+static double act_ref(double x, int act, float a, float b)
+{
+    switch (act) {
+    case ACT_RELU: return x < 0 ? 0 : x;
+    case ACT_LEAKY: return x < 0 ? a * x : x;
+    case ACT_CLIP: return x < a ? (a > b ? b : a) : x > b ? b : x;
+    case ACT_SIGMOID: return 1 / (1 + exp(-x));
+    default: return x;
+    }
+}
+
+/* One GEMM shape: kernel vs plain C (bits), and vs a double loop. */
+static int check_gemm(int64_t m, int64_t n, int64_t k, int64_t pad, int act, int bias)
+{
+    int64_t lda = k + pad, ldb = n + pad, ldc = n + 2 * pad;
+    float *a = random_floats(m * lda), *b = random_floats(k * ldb), *bv = random_floats(m);
+    float *c1 = calloc((size_t)(m * ldc), sizeof *c1), *c2 = calloc((size_t)(m * ldc), sizeof *c2);
+    fgemm_epi_t e = {bias ? bv : NULL, act, -0.25f, 0.5f};
+    if (act == ACT_LEAKY) e.a = 0.1f;
+    fgemm(m, n, k, a, lda, b, ldb, c1, ldc, &e);
+    fgemm_ref(m, n, k, a, lda, b, ldb, c2, ldc, &e);
+    int same = memcmp(c1, c2, (size_t)(m * ldc) * sizeof *c1) == 0;
+    double worst = 0;
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < n; j++) {
+            double acc = 0;
+            for (int64_t p = 0; p < k; p++) acc += (double)a[i * lda + p] * b[p * ldb + j];
+            if (bias) acc += bv[i];
+            double d = fabs(c1[i * ldc + j] - act_ref(acc, act, e.a, e.b));
+            if (d > worst) worst = d;
+        }
+    /* padding columns of C stay untouched */
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = n; j < ldc; j++) same = same && c1[i * ldc + j] == 0;
+    int good = same && worst < 1e-5 * (k + 1);
+    ok(good, "fgemm %lldx%lldx%lld pad %lld act %d bias %d: same bits as the C chain %d, error %.3g",
+       (long long)m, (long long)n, (long long)k, (long long)pad, act, bias, same, worst);
+    free(a); free(b); free(bv); free(c1); free(c2);
+    return good;
+}
+
+static void test_gemm_shapes(void)
+{
+    /* tails on every side of the 8 x 32 tile and of the 64 x 256 task */
+    static const int64_t shapes[][3] = {{1, 1, 1}, {8, 32, 5}, {7, 33, 9}, {9, 17, 27}, {3, 16, 0},
+                                        {65, 257, 13}, {16, 300, 72}, {130, 40, 33}, {5, 1000, 3}};
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+        for (int act = ACT_NONE; act <= ACT_LEAKY; act++)
+            check_gemm(shapes[i][0], shapes[i][1], shapes[i][2], i % 3, act, (i + act) % 2);
+}
+
+/* The epilogue on the values where formulas part: NaN, +-0, +-inf, Clip
+ * with min > max. */
+static void test_epilogue_specials(void)
+{
+    float a[1] = {1}, b[32];
+    float vals[] = {NAN, -0.0f, 0.0f, -1.0f, 2.0f, -INFINITY, INFINITY, 0.3f};
+    for (int j = 0; j < 32; j++) b[j] = vals[j % 8];
+    int acts[] = {ACT_RELU, ACT_LEAKY, ACT_CLIP, ACT_CLIP};
+    float lo[] = {0, 0.1f, -0.5f, 0.75f}, hi[] = {0, 0, 0.25f, -0.75f};
+    for (int t = 0; t < 4; t++) {
+        fgemm_epi_t e = {NULL, acts[t], lo[t], hi[t]};
+        float c1[32], c2[32];
+        fgemm(1, 32, 1, a, 1, b, 32, c1, 32, &e);
+        fgemm_ref(1, 32, 1, a, 1, b, 32, c2, 32, &e);
+        int good = memcmp(c1, c2, sizeof c1) == 0;
+        for (int j = 0; j < 8; j++) {
+            double want = act_ref(0.0f + vals[j], acts[t], lo[t], hi[t]);   /* the chain starts at +0 */
+            if (isnan(want)) good = good && isnan(c1[j]);
+            else good = good && c1[j] == (float)want && signbit(c1[j]) == signbit((float)want);
+        }
+        ok(good, "fgemm epilogue %d (%g, %g) on NaN, +-0, +-inf as the standalone kernel", acts[t], lo[t], hi[t]);
+    }
+}
+
+static void test_threads(void)
+{
+    int64_t m = 96, n = 1500, k = 150;
+    float *a = random_floats(m * k), *b = random_floats(k * n), *bv = random_floats(m);
+    float *c1 = malloc((size_t)(m * n) * sizeof *c1), *c3 = malloc((size_t)(m * n) * sizeof *c3);
+    fgemm_epi_t e = {bv, ACT_RELU, 0, 0};
+    pool_set_threads(1);
+    fgemm(m, n, k, a, k, b, n, c1, n, &e);
+    pool_set_threads(3);
+    fgemm(m, n, k, a, k, b, n, c3, n, &e);
+    pool_set_threads(1);
+    ok(memcmp(c1, c3, (size_t)(m * n) * sizeof *c1) == 0, "fgemm: same bits with 1 and 3 threads");
+    free(a); free(b); free(bv); free(c1); free(c3);
+}
+
+/* Conv 2-D through node_run with a fused activation, against a direct loop. */
+static void check_conv_act(const char *name, int64_t c, int64_t m, int64_t h, int64_t w, int64_t k, int64_t s,
+                           int64_t pad, int act, int kernel_on)
+{
+    int64_t oh = (h + 2 * pad - k) / s + 1, ow = (w + 2 * pad - k) / s + 1;
+    int64_t xd[4] = {1, c, h, w}, wd[4] = {m, c, k, k}, bd = m, od[4] = {1, m, oh, ow};
+    tensor_t *x = random_tensor(DT_FLOAT, 4, xd, -1, 1), *wt = random_tensor(DT_FLOAT, 4, wd, -1, 1);
+    tensor_t *b = random_tensor(DT_FLOAT, 1, &bd, -1, 1);
+    tnode_t t;
+    node_init(&t, "Conv", 11, 3, 1);
+    int64_t st[2] = {s, s}, pads[4] = {pad, pad, pad, pad};
+    set_ints(&t, "strides", 2, st);
+    set_ints(&t, "pads", 4, pads);
+    t.n.act = act;
+    t.n.act_a = act == ACT_LEAKY ? 0.2f : -0.5f;
+    t.n.act_b = 0.5f;
+    const tensor_t *in[3] = {x, wt, b};
+    tensor_t y = {0}, *out[1] = {&y};
+    perr_t e;
+    fgemm_set_enabled(kernel_on);
+    int rc = run_node(&t, in, out, &e);
+    fgemm_set_enabled(1);
+    if (rc) diag("%s: %s", name, e.msg);
+    double *want = malloc((size_t)(m * oh * ow) * sizeof *want);
+    for (int64_t o = 0; o < m; o++)
+        for (int64_t i = 0; i < oh; i++)
+            for (int64_t j = 0; j < ow; j++) {
+                double acc = tensor_get_f64(b, o);
+                for (int64_t ci = 0; ci < c; ci++)
+                    for (int64_t u = 0; u < k; u++)
+                        for (int64_t v = 0; v < k; v++) {
+                            int64_t iy = i * s - pad + u, ix = j * s - pad + v;
+                            if (iy < 0 || iy >= h || ix < 0 || ix >= w) continue;
+                            acc += tensor_get_f64(x, (ci * h + iy) * w + ix) * tensor_get_f64(wt, ((o * c + ci) * k + u) * k + v);
+                        }
+                want[(o * oh + i) * ow + j] = act_ref(acc, act, t.n.act_a, t.n.act_b);
+            }
+    double err = rc ? INFINITY : max_err(&y, want, 4, od);
+    ok(err < 1e-5, "Conv %s, activation %d, kernel %s: max error %.3g", name, act, kernel_on ? "on" : "off", err);
+    free(want);
+    tensor_free(x); tensor_free(wt); tensor_free(b); tensor_free_data(&y);
+}
+
+static void test_conv_fused(void)
+{
+    for (int on = 0; on <= 1; on++)
+        for (int act = ACT_NONE; act <= ACT_SIGMOID; act++) {
+            check_conv_act("3x3 pad 1", 5, 12, 9, 37, 3, 1, 1, act, on);
+            check_conv_act("3x3 stride 2", 3, 8, 11, 10, 3, 2, 1, act, on);
+            check_conv_act("1x1", 20, 9, 6, 7, 1, 1, 0, act, on);
+        }
+}
+
+int main(void)
+{
+    diag("AVX-512 kernel %s on this CPU", fgemm_available() ? "runs" : "does not run");
+    test_gemm_shapes();
+    test_epilogue_specials();
+    test_threads();
+    test_conv_fused();
+    scratch_pool_free(&pool);
+    return done_testing();
+}
