@@ -162,6 +162,12 @@ static void test_conv_fused(void)
             check_conv_act("3x3 stride 2", 3, 8, 11, 10, 3, 2, 1, act, on);
             check_conv_act("1x1", 20, 9, 6, 7, 1, 1, 0, act, on);
         }
+    /* many bands of rows; taps wholly in the padding (pad > width) */
+    for (int on = 0; on <= 1; on++) {
+        check_conv_act("5x5 pad 2, 6 bands", 8, 16, 50, 70, 5, 1, 2, ACT_RELU, on);
+        check_conv_act("5x5 pad 2 on 2x1", 2, 3, 2, 1, 5, 1, 2, ACT_NONE, on);
+        check_conv_act("3x3 stride 2, 4 bands", 6, 10, 99, 120, 3, 2, 1, ACT_LEAKY, on);
+    }
 }
 
 int main(void)

@@ -12,8 +12,12 @@
 #include "ops/nn_impl.h"
 #include "ops/fgemm.h"
 
-/* Column-buffer budget in elements (8 MiB of float32). */
-#define COL_BUDGET ((int64_t)1 << 21)
+/* Column-buffer budget in elements (512 KiB of float32): a band of columns
+ * is multiplied while it is still in L2 after im2col wrote it. A band
+ * keeps at least BAND_MIN_COLS columns (deep layers with few output
+ * positions go over the budget rather than into thin GEMMs). */
+#define COL_BUDGET ((int64_t)1 << 17)
+#define BAND_MIN_COLS 256
 
 typedef struct conv_plan {
     nn_geom_t g;
@@ -151,6 +155,49 @@ static void valid_range(int64_t off, int64_t s, int64_t n, int64_t nout, int64_t
                     }                                                                    \
     }
 
+/* A 2-D convolution with stride 1 whose output rows are as wide as its
+ * input rows (a 'same' convolution): the input rows one tap reads for
+ * consecutive output rows lie back to back, as do the output rows in the
+ * column buffer, so a tap's whole band is one copy; the columns that the
+ * padding hides (which the copy filled from the neighbouring row) are
+ * zeroed afterwards. Most of a backbone's convolutions are of this kind. */
+static int rows_contiguous(const nn_geom_t *g)
+{
+    return g->k[0] == 1 && g->in[0] == 1 && g->s[1] == 1 && g->s[2] == 1 && g->in[2] == g->out[2];
+}
+
+static void im2col_rows_f(const float *x, const nn_geom_t *g, int64_t cg, int64_t r0, int64_t r1, float *col)
+{
+    int64_t ow = g->out[2], ncols = (r1 - r0) * ow, plane = g->in[1] * g->in[2];
+    float *row = col;
+    for (int64_t ch = 0; ch < cg; ch++)
+        for (int64_t kh = 0; kh < g->k[1]; kh++)
+            for (int64_t kw = 0; kw < g->k[2]; kw++, row += ncols) {
+                int64_t off = kw * g->d[2] - g->pb[2], dh = kh * g->d[1] - g->pb[1], lo, hi;
+                valid_range(off, 1, g->in[2], ow, &lo, &hi);
+                /* output rows r read input row r + dh: valid for r in [ra, rb) */
+                int64_t ra = r0 > -dh ? r0 : -dh, rb = r1 < g->in[1] - dh ? r1 : g->in[1] - dh;
+                if (ra > r1) ra = r1;
+                if (rb < ra) rb = ra;
+                memset(row, 0, (size_t)((ra - r0) * ow) * sizeof *row);
+                memset(row + (rb - r0) * ow, 0, (size_t)((r1 - rb) * ow) * sizeof *row);
+                if (rb == ra) continue;
+                float *dst = row + (ra - r0) * ow;
+                if (hi <= lo) {
+                    memset(dst, 0, (size_t)((rb - ra) * ow) * sizeof *dst);
+                    continue;
+                }
+                /* from column lo of the first row to column hi-1 of the last:
+                 * every source element lies inside the valid input rows */
+                const float *src = x + ch * plane + (ra + dh) * g->in[2] + off;
+                memcpy(dst + lo, src + lo, (size_t)((rb - ra - 1) * ow + hi - lo) * sizeof *dst);
+                for (int64_t r = 0; r < rb - ra; r++) {
+                    for (int64_t o = 0; o < lo; o++) dst[r * ow + o] = 0;
+                    for (int64_t o = hi; o < ow; o++) dst[r * ow + o] = 0;
+                }
+            }
+}
+
 /* The adjoint: y (the big side, g->in) += scatter of col (small side rows). */
 #define DEFINE_COL2IM(NAME, T)                                                           \
     static void NAME(const T *col, const nn_geom_t *g, int64_t cg, int64_t r0, int64_t r1, T *y) \
@@ -256,10 +303,11 @@ static int is_pointwise(const nn_geom_t *g)
 }
 
 /* Rows (output depth x height pairs) per band so the columns fit the budget. */
-static int64_t band_rows(int64_t rows, int64_t row_elems)
+static int64_t band_rows(int64_t rows, int64_t ck, int64_t ow)
 {
-    int64_t r = row_elems > 0 ? COL_BUDGET / row_elems : rows;
-    if (r < 1) r = 1;
+    int64_t r = ck * ow > 0 ? COL_BUDGET / (ck * ow) : rows;
+    int64_t min_rows = ow > 0 ? (BAND_MIN_COLS + ow - 1) / ow : 1;
+    if (r < min_rows) r = min_rows;
     return r < rows ? r : rows;
 }
 
@@ -314,7 +362,9 @@ static void cols_channels(void *ctx, int64_t c0, int64_t c1)
     size_t es = dtype_size(j->dt);
     int64_t kvol = nn_prod(j->g->k, NN_SP);
     int64_t img = c0 * j->plane * (int64_t)es, col = c0 * kvol * j->ncols * (int64_t)es;
-    if (!j->to_image && j->dt == DT_FLOAT)
+    if (!j->to_image && j->dt == DT_FLOAT && rows_contiguous(j->g))
+        im2col_rows_f((const float *)(j->src + img), j->g, c1 - c0, j->r0, j->r1, (float *)(j->dst + col));
+    else if (!j->to_image && j->dt == DT_FLOAT)
         im2col_f((const float *)(j->src + img), j->g, c1 - c0, j->r0, j->r1, (float *)(j->dst + col));
     else if (!j->to_image)
         im2col_d((const double *)(j->src + img), j->g, c1 - c0, j->r0, j->r1, (double *)(j->dst + col));
@@ -344,7 +394,7 @@ static int conv_bands(op_ctx_t *c, const conv_plan_t *p, int transposed)
     int64_t ck = (transposed ? p->mg : p->cg) * p->kvol;   /* rows of the column matrix */
     int pointwise = !transposed && is_pointwise(&p->g);
     int64_t rows = p->g.out[0] * p->g.out[1], ow = p->g.out[2];
-    int64_t band = band_rows(rows, ck * ow);
+    int64_t band = band_rows(rows, ck, ow);
     void *owned = NULL;
     char *col = pointwise ? NULL : nn_scratch(c, (size_t)(ck * band * ow) * es, &owned);
     if (transposed) memset(y, 0, (size_t)(p->n * p->m * p->osz) * es);
