@@ -10,13 +10,23 @@
  *
  * Numerics: the row maximum is subtracted before exp (stable for large
  * inputs); exp is taken in the element type like the reference, the sum is
- * accumulated in double in index order, and LogSoftmax computes
- * (x - max) - log(sum) in double. Hardmax sets 1 at the first maximum
- * (numpy argmax: a NaN counts as the maximum).
+ * accumulated in double, and LogSoftmax computes (x - max) - log(sum) in
+ * double. Hardmax sets 1 at the first maximum (numpy argmax: a NaN counts
+ * as the maximum).
+ *
+ * float32 runs on vmath.h: contiguous rows (the last axis, attention's
+ * case) take vectorised max, exp and sum (the sum in a fixed order of eight
+ * double partials) and are spread over the pool a block of rows per task;
+ * other layouts take vmath's exp a row of the block at a time and sum each
+ * column in index order. Every row is computed whole by one task, so the
+ * thread count never changes a result; neither does the CPU (vmath.h).
+ * float64 and Hardmax keep the plain loops.
  */
 #include <math.h>
 #include <string.h>
 #include "ops/reduce_impl.h"
+#include "ops/vmath.h"
+#include "util/pool.h"
 
 #define EXP_T(T, v) (sizeof(T) == sizeof(float) ? (T)expf((float)(v)) : (T)exp((double)(v)))
 #define GREATER_OR_NAN(v, m) ((v) > (m) || (v) != (v))
@@ -135,10 +145,64 @@ size_t softmax_scratch_bytes(int64_t inner)
         }                                                                     \
     }
 
+/* float32 Softmax / LogSoftmax of one contiguous row. */
+static void row_f32(int kind, const float *xr, float *yr, int64_t n)
+{
+    float m = vm_max_f32(xr, n);
+    if (kind == SM_SOFTMAX) {
+        double s = vm_exp_shift_sum_f32(xr, m, yr, n);
+        vm_scale_f32(yr, n, 1.0 / s);
+        return;
+    }
+    double l = log(vm_exp_shift_sum_f32(xr, m, NULL, n));
+    for (int64_t k = 0; k < n; k++) yr[k] = (float)(((double)xr[k] - (double)m) - l);
+}
+
+/* float32 Softmax / LogSoftmax of one [n, inner] block: y's rows hold
+ * x - max, then exp of it, while sum gathers each column in index order. */
+static void block_f32(int kind, const float *xb, float *yb, int64_t n, int64_t inner, void *col)
+{
+    double *sum = col;
+    float *m = (float *)(sum + inner);
+    memcpy(m, xb, (size_t)inner * sizeof *m);
+    for (int64_t i = 0; i < inner; i++) sum[i] = 0;
+    for (int64_t k = 1; k < n; k++)
+        for (int64_t i = 0; i < inner; i++) {
+            float v = xb[k * inner + i];
+            if (m[i] == m[i] && GREATER_OR_NAN(v, m[i])) m[i] = v;
+        }
+    for (int64_t k = 0; k < n; k++) {
+        const float *xr = xb + k * inner;
+        float *yr = yb + k * inner;
+        for (int64_t i = 0; i < inner; i++) yr[i] = xr[i] - m[i];
+        vm_exp_f32(yr, yr, inner);
+        for (int64_t i = 0; i < inner; i++) sum[i] += yr[i];
+    }
+    if (kind == SM_SOFTMAX) {
+        for (int64_t i = 0; i < inner; i++) sum[i] = 1.0 / sum[i];
+        for (int64_t k = 0; k < n; k++)
+            for (int64_t i = 0; i < inner; i++) yb[k * inner + i] = (float)(yb[k * inner + i] * sum[i]);
+        return;
+    }
+    for (int64_t i = 0; i < inner; i++) sum[i] = log(sum[i]);
+    for (int64_t k = 0; k < n; k++)
+        for (int64_t i = 0; i < inner; i++)
+            yb[k * inner + i] = (float)(((double)xb[k * inner + i] - (double)m[i]) - sum[i]);
+}
+
 void softmax_axis(int kind, dtype_t dt, const void *x, void *y,
                   int64_t outer, int64_t n, int64_t inner, void *col)
 {
     if (n == 0 || inner == 0) return;
+    if (dt == DT_FLOAT && kind != SM_HARDMAX) {
+        for (int64_t o = 0; o < outer; o++) {
+            const float *xo = (const float *)x + o * n * inner;
+            float *yo = (float *)y + o * n * inner;
+            if (inner == 1) row_f32(kind, xo, yo, n);
+            else block_f32(kind, xo, yo, n, inner, col);
+        }
+        return;
+    }
     DISPATCH_FLOAT(dt, {
         const T *xs = x;
         T *ys = y;
@@ -156,6 +220,22 @@ void softmax_axis(int kind, dtype_t dt, const void *x, void *y,
     }, (void)0)
 }
 
+/* Contiguous float32 rows spread over the pool, ROWS_WORK elements a task. */
+#define ROWS_WORK 16384
+typedef struct rows_job {
+    int kind;
+    const float *x;
+    float *y;
+    int64_t rows, n, per_task;
+} rows_job_t;
+
+static void rows_task(void *arg, int64_t t)
+{
+    const rows_job_t *j = arg;
+    int64_t r0 = t * j->per_task, r1 = r0 + j->per_task < j->rows ? r0 + j->per_task : j->rows;
+    for (int64_t r = r0; r < r1; r++) row_f32(j->kind, j->x + r * j->n, j->y + r * j->n, j->n);
+}
+
 int softmax_run(op_ctx_t *c)
 {
     int64_t outer, n, inner;
@@ -163,6 +243,12 @@ int softmax_run(op_ctx_t *c)
     const char *op = c->node->op_type;
     int kind = !strcmp(op, "Softmax") ? SM_SOFTMAX : !strcmp(op, "LogSoftmax") ? SM_LOGSOFTMAX
                                                                              : SM_HARDMAX;
+    if (c->in[0]->dtype == DT_FLOAT && kind != SM_HARDMAX && inner == 1 && n > 0 && outer > 1) {
+        rows_job_t j = {kind, c->in[0]->data, c->out[0]->data, outer, n, 0};
+        j.per_task = n >= ROWS_WORK ? 1 : ROWS_WORK / n;
+        pool_for((outer + j.per_task - 1) / j.per_task, rows_task, &j);
+        return 0;
+    }
     void *col = NULL;
     if (inner > 1 && !(col = c->scratch(c, softmax_scratch_bytes(inner))))
         return op_fail(c, "out of scratch memory");

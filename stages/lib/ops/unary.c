@@ -3,11 +3,14 @@
  * trigonometric and hyperbolic functions, Not, IsInf, IsNaN.
  *
  * Float kernels compute in the tensor's own type (<tgmath.h> picks sinf or
- * sin from T), so float32 results match the float32 reference. Integer
+ * sin from T), so float32 results match the float32 reference; float32 Exp
+ * and Tanh go through vmath.h (vectorised, within a few ulp, the same bits
+ * on every CPU). Integer
  * variants (Abs, Neg, Sign, Erf) wrap or saturate without undefined
  * behaviour. Half types never reach these kernels (ops.h). */
 #include <tgmath.h>
 #include "ops/elementwise_impl.h"
+#include "ops/vmath.h"
 
 /* ---- shape functions ---- */
 
@@ -40,7 +43,24 @@ int ew_shape_isx(op_ctx_t *c) { return ew_shape_unary(c, TM_FLOAT, 1); }
 FLOAT_UNARY(run_ceil, ceil(x))
 FLOAT_UNARY(run_floor, floor(x))
 FLOAT_UNARY(run_round, rint(x))          /* default rounding mode: half to even */
-FLOAT_UNARY(run_exp, exp(x))
+/* Defines kernel `name`: float32 through vmath's array function VM
+ * (vectorised, same bits on every CPU), float64 as EXPR. */
+#define VMATH_UNARY(name, VM, EXPR)                                             \
+    static int name##_range(const ew_job_t *j, int64_t s, int64_t e)            \
+    {                                                                           \
+        const dtype_t dt = j->c->in[0]->dtype;                                  \
+        if (dt == DT_FLOAT) {                                                   \
+            VM((const float *)j->x + s, (float *)j->o + s, e - s);              \
+            return 0;                                                           \
+        }                                                                       \
+        DISPATCH_FLOAT(dt, UN_RANGE(T, T, j->x, j->o, s, e, EXPR),              \
+                       return ew_bad_type(j->c, dt))                            \
+        return 0;                                                               \
+    }                                                                           \
+    int name(op_ctx_t *c) { return ew_unary(c, name##_range); }
+
+VMATH_UNARY(run_exp, vm_exp_f32, exp(x))
+VMATH_UNARY(run_tanh, vm_tanh_f32, tanh(x))
 FLOAT_UNARY(run_log, log(x))
 FLOAT_UNARY(run_sqrt, sqrt(x))
 FLOAT_UNARY(run_reciprocal, (T)1 / x)
@@ -52,7 +72,6 @@ FLOAT_UNARY(run_acos, acos(x))
 FLOAT_UNARY(run_atan, atan(x))
 FLOAT_UNARY(run_sinh, sinh(x))
 FLOAT_UNARY(run_cosh, cosh(x))
-FLOAT_UNARY(run_tanh, tanh(x))
 FLOAT_UNARY(run_asinh, asinh(x))
 FLOAT_UNARY(run_acosh, acosh(x))
 FLOAT_UNARY(run_atanh, atanh(x))

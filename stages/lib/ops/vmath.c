@@ -1,0 +1,344 @@
+/* vmath.c — the vectorised float32 math of vmath.h: exp, sigmoid, tanh and
+ * the softmax row pieces, for the activation, unary and softmax kernels.
+ *
+ * exp(x): x is clamped to [-104, 89] (beyond them the result is 0 or inf
+ * anyway), k = nearest integer to x*log2(e) (fused multiply-add onto a
+ * 1.5*2^23 shifter, so the integer lands in the low mantissa bits),
+ * r = x - k*ln2 in two fused steps (|r| <= ln2/2), e^r = 1 + r*u(r) with
+ * Cephes' degree-6 minimax polynomial in Horner form (all fmaf), then scaled
+ * by 2^k as two multiplications by 2^(k/2) and 2^(k - k/2): each factor is
+ * a normal float, the first product is exact, and the second rounds once,
+ * so results that overflow become inf and subnormal results are rounded
+ * correctly with no special case. expm1 for x <= 0 reuses u: 2^k*(r*u) +
+ * (2^k - 1), exact near 0, which keeps tanh's relative accuracy at small x.
+ *
+ * Same bits everywhere: the AVX2 code is a line-by-line transcription of
+ * the scalar code (min/max written with the MINPS/MAXPS operand rule, fmaf
+ * for each vfmadd, the same integer bit tricks), and the vector loops pad a
+ * short tail into a full vector rather than finishing it with scalar code.
+ * tests/unit/vmath.c checks the two agree bit for bit. */
+#include <math.h>
+#include <string.h>
+#include "ops/vmath.h"
+
+#define EXP_HI 89.0f
+#define EXP_LO -104.0f
+#define EXPM1_LO -30.0f               /* expm1(-30) = -1 in float */
+#define LOG2E 0x1.715476p+0f
+#define SHIFTER 0x1.8p23f
+#define LN2_HI 0x1.62e430p-1f
+#define LN2_LO -0x1.05c610p-29f
+/* e^r = 1 + r*u(r), u = 1 + r*(1/2 + r*(C3 + r*(C4 + r*(C5 + r*C6)))) */
+#define C6 1.9875691500e-4f
+#define C5 1.3981999507e-3f
+#define C4 8.3334519073e-3f
+#define C3 4.1665795894e-2f
+#define C2 1.6666665459e-1f
+#define C1 5.0000001201e-1f
+#define SIGN 0x80000000u
+
+static inline uint32_t f2u(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
+static inline float u2f(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
+/* MINPS / MAXPS: the second operand when the comparison is false (NaN). */
+static inline float min_ps1(float a, float b) { return a < b ? a : b; }
+static inline float max_ps1(float a, float b) { return a > b ? a : b; }
+/* 2^k for -126 <= k <= 127 */
+static inline float pow2i(int32_t k) { return u2f((uint32_t)(k + 127) << 23); }
+
+/* Reduction shared by exp and expm1: returns r, sets *k and *u. */
+static inline float exp_reduce(float xc, int32_t *k, float *u)
+{
+    float t = fmaf(xc, LOG2E, SHIFTER);
+    float kf = t - SHIFTER;
+    *k = (int32_t)(f2u(t) - f2u(SHIFTER));
+    float r = fmaf(kf, -LN2_HI, xc);
+    r = fmaf(kf, -LN2_LO, r);
+    float p = fmaf(C6, r, C5);
+    p = fmaf(p, r, C4);
+    p = fmaf(p, r, C3);
+    p = fmaf(p, r, C2);
+    p = fmaf(p, r, C1);
+    *u = fmaf(p, r, 1.0f);
+    return r;
+}
+
+float vm_expf(float x)
+{
+    float xc = max_ps1(EXP_LO, min_ps1(EXP_HI, x));
+    int32_t k;
+    float u, r = exp_reduce(xc, &k, &u);
+    float p = fmaf(u, r, 1.0f);
+    int32_t k1 = k >> 1, k2 = k - k1;
+    return (p * pow2i(k1)) * pow2i(k2);
+}
+
+/* expm1 for x <= 0 (or NaN). */
+static inline float expm1_neg(float x)
+{
+    float xc = max_ps1(EXPM1_LO, x);
+    int32_t k;
+    float u, r = exp_reduce(xc, &k, &u);
+    float q = u * r;
+    float s = pow2i(k);
+    return fmaf(s, q, s - 1.0f);
+}
+
+float vm_sigmoidf(float x)
+{
+    float e = vm_expf(u2f(f2u(x) | SIGN));      /* exp(-|x|) */
+    float num = x < 0.0f ? e : 1.0f;
+    return num / (1.0f + e);
+}
+
+float vm_tanhf(float x)
+{
+    float a = u2f(f2u(x) & ~SIGN);
+    float t = expm1_neg(a * -2.0f);               /* in (-1, 0] */
+    float y = -t / (2.0f + t);
+    return u2f((f2u(y) & ~SIGN) | (f2u(x) & SIGN));
+}
+
+/* ---- scalar array forms (fallback) ---- */
+
+static void exp_scalar(const float *x, float *y, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++) y[i] = vm_expf(x[i]);
+}
+static void sigmoid_scalar(const float *x, float *y, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++) y[i] = vm_sigmoidf(x[i]);
+}
+static void tanh_scalar(const float *x, float *y, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++) y[i] = vm_tanhf(x[i]);
+}
+
+/* Max with the vector code's lane structure: lane l holds the MAXPS-style
+ * maximum of elements i = l mod 8 (the tail padded with -inf), lanes folded
+ * in order. A NaN anywhere: the first NaN. */
+static float fold_max(const float lane[8])
+{
+    float m = lane[0];
+    for (int l = 1; l < 8; l++) m = max_ps1(m, lane[l]);
+    return m;
+}
+static float first_nan(const float *x, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++)
+        if (x[i] != x[i]) return x[i];
+    return NAN;
+}
+static float max_scalar(const float *x, int64_t n)
+{
+    float lane[8];
+    int nan = 0;
+    for (int l = 0; l < 8; l++) lane[l] = -INFINITY;
+    for (int64_t i = 0; i < n; i++) {
+        nan |= x[i] != x[i];
+        lane[i & 7] = max_ps1(lane[i & 7], x[i]);
+    }
+    return nan ? first_nan(x, n) : fold_max(lane);
+}
+
+static double fold_sum(const double a[8])
+{
+    return ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
+}
+static double exp_shift_sum_scalar(const float *x, float m, float *y, int64_t n)
+{
+    double acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    int64_t i = 0;
+    for (; i < n; i++) {
+        float e = vm_expf(x[i] - m);
+        if (y) y[i] = e;
+        acc[i & 7] += e;
+    }
+    if (n & 7) {
+        /* the vector code's padding: -inf - m, whose exp is 0 or NaN */
+        float pad = vm_expf(-INFINITY - m);
+        for (; i & 7; i++) acc[i & 7] += pad;
+    }
+    return fold_sum(acc);
+}
+
+static void scale_scalar(float *y, int64_t n, double s)
+{
+    for (int64_t i = 0; i < n; i++) y[i] = (float)((double)y[i] * s);
+}
+
+/* ---- AVX2 + FMA ---- */
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define VT __attribute__((target("avx2,fma")))
+
+VT static inline __m256 v_reduce(__m256 xc, __m256i *k, __m256 *u)
+{
+    const __m256 sh = _mm256_set1_ps(SHIFTER);
+    __m256 t = _mm256_fmadd_ps(xc, _mm256_set1_ps(LOG2E), sh);
+    __m256 kf = _mm256_sub_ps(t, sh);
+    *k = _mm256_sub_epi32(_mm256_castps_si256(t), _mm256_castps_si256(sh));
+    __m256 r = _mm256_fmadd_ps(kf, _mm256_set1_ps(-LN2_HI), xc);
+    r = _mm256_fmadd_ps(kf, _mm256_set1_ps(-LN2_LO), r);
+    __m256 p = _mm256_fmadd_ps(_mm256_set1_ps(C6), r, _mm256_set1_ps(C5));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(C4));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(C3));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(C2));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(C1));
+    *u = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+    return r;
+}
+
+VT static inline __m256 v_pow2i(__m256i k)
+{
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(k, _mm256_set1_epi32(127)), 23));
+}
+
+VT static inline __m256 v_exp(__m256 x)
+{
+    __m256 xc = _mm256_max_ps(_mm256_set1_ps(EXP_LO), _mm256_min_ps(_mm256_set1_ps(EXP_HI), x));
+    __m256i k;
+    __m256 u, r = v_reduce(xc, &k, &u);
+    __m256 p = _mm256_fmadd_ps(u, r, _mm256_set1_ps(1.0f));
+    __m256i k1 = _mm256_srai_epi32(k, 1), k2 = _mm256_sub_epi32(k, k1);
+    return _mm256_mul_ps(_mm256_mul_ps(p, v_pow2i(k1)), v_pow2i(k2));
+}
+
+VT static inline __m256 v_expm1_neg(__m256 x)
+{
+    __m256 xc = _mm256_max_ps(_mm256_set1_ps(EXPM1_LO), x);
+    __m256i k;
+    __m256 u, r = v_reduce(xc, &k, &u);
+    __m256 q = _mm256_mul_ps(u, r);
+    __m256 s = v_pow2i(k);
+    return _mm256_fmadd_ps(s, q, _mm256_sub_ps(s, _mm256_set1_ps(1.0f)));
+}
+
+VT static inline __m256 v_sigmoid(__m256 x)
+{
+    const __m256 sign = _mm256_castsi256_ps(_mm256_set1_epi32((int)SIGN));
+    const __m256 one = _mm256_set1_ps(1.0f);
+    __m256 e = v_exp(_mm256_or_ps(x, sign));
+    __m256 neg = _mm256_cmp_ps(x, _mm256_setzero_ps(), _CMP_LT_OQ);
+    __m256 num = _mm256_blendv_ps(one, e, neg);
+    return _mm256_div_ps(num, _mm256_add_ps(one, e));
+}
+
+VT static inline __m256 v_tanh(__m256 x)
+{
+    const __m256 sign = _mm256_castsi256_ps(_mm256_set1_epi32((int)SIGN));
+    __m256 a = _mm256_andnot_ps(sign, x);
+    __m256 t = v_expm1_neg(_mm256_mul_ps(a, _mm256_set1_ps(-2.0f)));
+    __m256 y = _mm256_div_ps(_mm256_xor_ps(t, sign), _mm256_add_ps(_mm256_set1_ps(2.0f), t));
+    return _mm256_or_ps(_mm256_andnot_ps(sign, y), _mm256_and_ps(sign, x));
+}
+
+/* Applies F to x[0, n) into y, the tail through a padded vector. */
+#define V_MAP(F, x, y, n) do {                                                  \
+        int64_t i_ = 0;                                                         \
+        for (; i_ + 8 <= (n); i_ += 8)                                          \
+            _mm256_storeu_ps((y) + i_, F(_mm256_loadu_ps((x) + i_)));           \
+        if (i_ < (n)) {                                                         \
+            float b_[8] = {0, 0, 0, 0, 0, 0, 0, 0};                             \
+            memcpy(b_, (x) + i_, (size_t)((n) - i_) * sizeof(float));           \
+            _mm256_storeu_ps(b_, F(_mm256_loadu_ps(b_)));                       \
+            memcpy((y) + i_, b_, (size_t)((n) - i_) * sizeof(float));           \
+        }                                                                       \
+    } while (0)
+
+VT static void exp_avx2(const float *x, float *y, int64_t n) { V_MAP(v_exp, x, y, n); }
+VT static void sigmoid_avx2(const float *x, float *y, int64_t n) { V_MAP(v_sigmoid, x, y, n); }
+VT static void tanh_avx2(const float *x, float *y, int64_t n) { V_MAP(v_tanh, x, y, n); }
+
+/* The first 8*floor(n/8) elements in vectors, then a padded vector. */
+VT static float max_avx2(const float *x, int64_t n)
+{
+    __m256 m = _mm256_set1_ps(-INFINITY), nan = _mm256_setzero_ps();
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 v = _mm256_loadu_ps(x + i);
+        nan = _mm256_or_ps(nan, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+        m = _mm256_max_ps(m, v);
+    }
+    if (i < n) {
+        float b[8] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY};
+        memcpy(b, x + i, (size_t)(n - i) * sizeof(float));
+        __m256 v = _mm256_loadu_ps(b);
+        nan = _mm256_or_ps(nan, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+        m = _mm256_max_ps(m, v);
+    }
+    if (_mm256_movemask_ps(nan)) return first_nan(x, n);
+    float lane[8];
+    _mm256_storeu_ps(lane, m);
+    return fold_max(lane);
+}
+
+VT static inline void v_acc(__m256 e, __m256d *lo, __m256d *hi)
+{
+    *lo = _mm256_add_pd(*lo, _mm256_cvtps_pd(_mm256_castps256_ps128(e)));
+    *hi = _mm256_add_pd(*hi, _mm256_cvtps_pd(_mm256_extractf128_ps(e, 1)));
+}
+
+VT static double exp_shift_sum_avx2(const float *x, float m, float *y, int64_t n)
+{
+    __m256d lo = _mm256_setzero_pd(), hi = _mm256_setzero_pd();
+    const __m256 vm = _mm256_set1_ps(m);
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 e = v_exp(_mm256_sub_ps(_mm256_loadu_ps(x + i), vm));
+        if (y) _mm256_storeu_ps(y + i, e);
+        v_acc(e, &lo, &hi);
+    }
+    if (i < n) {
+        float b[8] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY};
+        memcpy(b, x + i, (size_t)(n - i) * sizeof(float));
+        __m256 e = v_exp(_mm256_sub_ps(_mm256_loadu_ps(b), vm));
+        _mm256_storeu_ps(b, e);
+        if (y) memcpy(y + i, b, (size_t)(n - i) * sizeof(float));
+        v_acc(e, &lo, &hi);
+    }
+    double a[8];
+    _mm256_storeu_pd(a, lo);
+    _mm256_storeu_pd(a + 4, hi);
+    return fold_sum(a);
+}
+
+VT static void scale_avx2(float *y, int64_t n, double s)
+{
+    const __m256d vs = _mm256_set1_pd(s);
+    int64_t i = 0;
+    for (; i + 4 <= n; i += 4)
+        _mm_storeu_ps(y + i, _mm256_cvtpd_ps(_mm256_mul_pd(_mm256_cvtps_pd(_mm_loadu_ps(y + i)), vs)));
+    for (; i < n; i++) y[i] = (float)((double)y[i] * s);   /* plain IEEE ops: same bits */
+}
+
+static int simd_state = -1;     /* -1 unknown, 0 scalar, 1 AVX2+FMA */
+
+static int cpu_has_simd(void)
+{
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+}
+
+int vm_have_simd(void)
+{
+    if (simd_state < 0) simd_state = cpu_has_simd();
+    return simd_state;
+}
+
+void vm_set_simd(int on) { simd_state = on ? cpu_has_simd() : 0; }
+#define PICK(v, s) (vm_have_simd() ? (v) : (s))
+#else
+int vm_have_simd(void) { return 0; }
+void vm_set_simd(int on) { (void)on; }
+#define PICK(v, s) (s)
+#endif
+
+void vm_exp_f32(const float *x, float *y, int64_t n) { PICK(exp_avx2, exp_scalar)(x, y, n); }
+void vm_sigmoid_f32(const float *x, float *y, int64_t n) { PICK(sigmoid_avx2, sigmoid_scalar)(x, y, n); }
+void vm_tanh_f32(const float *x, float *y, int64_t n) { PICK(tanh_avx2, tanh_scalar)(x, y, n); }
+float vm_max_f32(const float *x, int64_t n) { return PICK(max_avx2, max_scalar)(x, n); }
+double vm_exp_shift_sum_f32(const float *x, float m, float *y, int64_t n)
+{
+    return PICK(exp_shift_sum_avx2, exp_shift_sum_scalar)(x, m, y, n);
+}
+void vm_scale_f32(float *y, int64_t n, double s) { PICK(scale_avx2, scale_scalar)(y, n, s); }

@@ -1,0 +1,45 @@
+/* vmath.h — float32 exp, expm1, sigmoid and tanh over arrays, vectorised
+ * with AVX2+FMA where the CPU has them (chosen at run time) and giving the
+ * same bits on every CPU: the scalar functions below are the reference, and
+ * the vector code runs the very same operations (one polynomial, fused
+ * multiply-adds where the scalar code calls fmaf, the same clamps), so an
+ * output never depends on the machine or the thread count.
+ *
+ * Accuracy (tests/unit/vmath.c sweeps the inputs against double precision):
+ * vm_expf within 1 ulp over the whole float range, including results that
+ * are subnormal, overflow to inf or underflow to 0; NaN in gives NaN out.
+ * vm_sigmoidf and vm_tanhf within a few ulp, relative accuracy kept near 0.
+ *
+ * Array functions take x and y that are equal or do not overlap. */
+#ifndef PARITY_VMATH_H
+#define PARITY_VMATH_H
+
+#include <stdint.h>
+
+/* Scalar references (and the fallback on CPUs without AVX2+FMA). */
+float vm_expf(float x);
+float vm_sigmoidf(float x);
+float vm_tanhf(float x);
+
+/* y[i] = f(x[i]) for i in [0, n). */
+void vm_exp_f32(const float *x, float *y, int64_t n);
+void vm_sigmoid_f32(const float *x, float *y, int64_t n);
+void vm_tanh_f32(const float *x, float *y, int64_t n);
+
+/* Softmax pieces over one row of n floats:
+ * vm_max_f32: the maximum; the first NaN if the row has one; -inf if n = 0.
+ * vm_exp_shift_sum_f32: y[i] = exp(x[i] - m) and returns the sum of the
+ *   y[i] accumulated in double in a fixed order (element i into partial sum
+ *   i % 8, the eight partials added pairwise), the same on every CPU. y may
+ *   be NULL (sum only).
+ * vm_scale_f32: y[i] = (float)((double)y[i] * s). */
+float vm_max_f32(const float *x, int64_t n);
+double vm_exp_shift_sum_f32(const float *x, float m, float *y, int64_t n);
+void vm_scale_f32(float *y, int64_t n, double s);
+
+/* Whether the vector path is in use; vm_set_simd(0) forces the scalar path
+ * and vm_set_simd(1) restores the CPU's choice (for tests: not thread-safe). */
+int vm_have_simd(void);
+void vm_set_simd(int on);
+
+#endif
