@@ -112,17 +112,20 @@ static void test_threads(void)
 }
 
 /* Conv 2-D through node_run with a fused activation, against a direct loop. */
-static void check_conv_act(const char *name, int64_t c, int64_t m, int64_t h, int64_t w, int64_t k, int64_t s,
-                           int64_t pad, int act, int kernel_on)
+/* pads: top, left, bottom, right (ONNX order); dil: both axes. */
+static void check_conv_geom(const char *name, int64_t c, int64_t m, int64_t h, int64_t w, int64_t k, int64_t s,
+                            const int64_t *pads, int64_t dil, int act, int kernel_on)
 {
-    int64_t oh = (h + 2 * pad - k) / s + 1, ow = (w + 2 * pad - k) / s + 1;
+    int64_t dk = (k - 1) * dil + 1;
+    int64_t oh = (h + pads[0] + pads[2] - dk) / s + 1, ow = (w + pads[1] + pads[3] - dk) / s + 1;
     int64_t xd[4] = {1, c, h, w}, wd[4] = {m, c, k, k}, bd = m, od[4] = {1, m, oh, ow};
     tensor_t *x = random_tensor(DT_FLOAT, 4, xd, -1, 1), *wt = random_tensor(DT_FLOAT, 4, wd, -1, 1);
     tensor_t *b = random_tensor(DT_FLOAT, 1, &bd, -1, 1);
     tnode_t t;
     node_init(&t, "Conv", 11, 3, 1);
-    int64_t st[2] = {s, s}, pads[4] = {pad, pad, pad, pad};
+    int64_t st[2] = {s, s}, dl[2] = {dil, dil};
     set_ints(&t, "strides", 2, st);
+    set_ints(&t, "dilations", 2, dl);
     set_ints(&t, "pads", 4, pads);
     t.n.act = act;
     t.n.act_a = act == ACT_LEAKY ? 0.2f : -0.5f;
@@ -142,7 +145,7 @@ static void check_conv_act(const char *name, int64_t c, int64_t m, int64_t h, in
                 for (int64_t ci = 0; ci < c; ci++)
                     for (int64_t u = 0; u < k; u++)
                         for (int64_t v = 0; v < k; v++) {
-                            int64_t iy = i * s - pad + u, ix = j * s - pad + v;
+                            int64_t iy = i * s - pads[0] + u * dil, ix = j * s - pads[1] + v * dil;
                             if (iy < 0 || iy >= h || ix < 0 || ix >= w) continue;
                             acc += tensor_get_f64(x, (ci * h + iy) * w + ix) * tensor_get_f64(wt, ((o * c + ci) * k + u) * k + v);
                         }
@@ -152,6 +155,13 @@ static void check_conv_act(const char *name, int64_t c, int64_t m, int64_t h, in
     ok(err < 1e-5, "Conv %s, activation %d, kernel %s: max error %.3g", name, act, kernel_on ? "on" : "off", err);
     free(want);
     tensor_free(x); tensor_free(wt); tensor_free(b); tensor_free_data(&y);
+}
+
+static void check_conv_act(const char *name, int64_t c, int64_t m, int64_t h, int64_t w, int64_t k, int64_t s,
+                           int64_t pad, int act, int kernel_on)
+{
+    int64_t pads[4] = {pad, pad, pad, pad};
+    check_conv_geom(name, c, m, h, w, k, s, pads, 1, act, kernel_on);
 }
 
 static void test_conv_fused(void)
@@ -167,6 +177,16 @@ static void test_conv_fused(void)
         check_conv_act("5x5 pad 2, 6 bands", 8, 16, 50, 70, 5, 1, 2, ACT_RELU, on);
         check_conv_act("5x5 pad 2 on 2x1", 2, 3, 2, 1, 5, 1, 2, ACT_NONE, on);
         check_conv_act("3x3 stride 2, 4 bands", 6, 10, 99, 120, 3, 2, 1, ACT_LEAKY, on);
+        /* the implicit GEMM (stride 1, output rows as wide as the input's):
+         * uneven vertical pads, dilation, rows narrower than a 32-wide strip,
+         * a kernel taller than the input, 8x8 taps, 9x9 (beyond the kernel) */
+        static const int64_t uneven[4] = {0, 1, 3, 1}, dil2[4] = {2, 2, 2, 2};
+        static const int64_t tall[4] = {4, 2, 2, 2}, k8[4] = {3, 3, 4, 4}, k9[4] = {4, 4, 4, 4};
+        check_conv_geom("3x3 pads 0,1,3,1", 7, 13, 20, 23, 3, 1, uneven, 1, ACT_CLIP, on);
+        check_conv_geom("3x3 dilation 2", 4, 9, 17, 19, 3, 1, dil2, 2, ACT_RELU, on);
+        check_conv_geom("8x8 on 5-wide rows", 3, 8, 70, 5, 8, 1, k8, 1, ACT_NONE, on);
+        check_conv_geom("5x5 kernel taller than the input", 2, 5, 3, 300, 5, 1, tall, 1, ACT_NONE, on);
+        check_conv_geom("9x9", 2, 4, 30, 40, 9, 1, k9, 1, ACT_NONE, on);
     }
 }
 

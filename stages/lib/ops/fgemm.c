@@ -8,10 +8,12 @@
  * multiplying, and Debian's build picks its AVX2 kernels on this CPU. Here
  * nothing is packed: the rows of A and B are read where they lie. */
 #include <math.h>
+#include <stdlib.h>
 #include <stdatomic.h>
 #include "ops/fgemm.h"
 #include "graph/graph.h"
 #include "util/pool.h"
+#include "util/err.h"
 
 /* A task is a tile of C this large: TILE_M rows of A stay in L2, a 32-wide
  * strip of B in L1 while the row panels go past it. */
@@ -92,37 +94,76 @@ KT static inline __m512 finish(__m512 x, __m512 bias, const fgemm_epi_t *e)
     }
 }
 
-/* One 8 x 32 tile: rows [0, mr) and columns [0, nr) of it are stored.
- * Rows past mr repeat row mr-1 (computed, never stored); masked loads keep
- * columns past nr from being read. */
+/* The 8 x 32 register tile, written once for both kernels: 16
+ * accumulators, one step of k (B's 32 floats at bp under masks m0/m1, A's
+ * 8 values of the step broadcast), and the store of rows [0, mr) under the
+ * column masks s0/s1. The GEMM reads A's rows in place; the convolution,
+ * which needs its registers for taps and masks, reads A packed 8 rows to
+ * a panel (rows past m zero: computed, never stored). Masked loads keep
+ * columns past the edge from being read. */
+#define TILE_ACC                                                                                   \
+    __m512 c00 = _mm512_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;       \
+    __m512 c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00, c60 = c00, c61 = c00; \
+    __m512 c70 = c00, c71 = c00
+/* A(r) names row r's value of this step: a##r[p] in place, ap[r] packed. */
+#define TILE_STEP(bp, m0, m1, A)                                                                   \
+    do {                                                                                           \
+        __m512 b0 = _mm512_maskz_loadu_ps(m0, bp), b1 = _mm512_maskz_loadu_ps(m1, (bp) + 16), t;   \
+        ROW_FMA(0, A) ROW_FMA(1, A) ROW_FMA(2, A) ROW_FMA(3, A)                                    \
+        ROW_FMA(4, A) ROW_FMA(5, A) ROW_FMA(6, A) ROW_FMA(7, A)                                    \
+    } while (0)
+#define ROW_FMA(r, A)                          \
+    t = _mm512_set1_ps(A(r));                  \
+    c##r##0 = _mm512_fmadd_ps(t, b0, c##r##0); \
+    c##r##1 = _mm512_fmadd_ps(t, b1, c##r##1);
+/* The rows of A read in place (GEMM): 8 row pointers, rows past mr repeat row mr-1. */
+#define TILE_ROWS                                                                                  \
+    const float *a0 = a, *a1 = a + (1 < mr ? 1 : mr - 1) * lda, *a2 = a + (2 < mr ? 2 : mr - 1) * lda; \
+    const float *a3 = a + (3 < mr ? 3 : mr - 1) * lda, *a4 = a + (4 < mr ? 4 : mr - 1) * lda;      \
+    const float *a5 = a + (5 < mr ? 5 : mr - 1) * lda, *a6 = a + (6 < mr ? 6 : mr - 1) * lda;      \
+    const float *a7 = a + (7 < mr ? 7 : mr - 1) * lda
+#define A_INPLACE(r) a##r[p]
+#define A_PACKED(r) ap[r]
+#define ROW_STORE(r)                                                                   \
+    if (r < mr) {                                                                      \
+        __m512 bv = _mm512_set1_ps(bias ? bias[r] : 0.0f);                             \
+        _mm512_mask_storeu_ps(c + r * ldc, s0, finish(c##r##0, bv, e));                \
+        if (s1) _mm512_mask_storeu_ps(c + r * ldc + 16, s1, finish(c##r##1, bv, e));   \
+    }
+#define TILE_STORE ROW_STORE(0) ROW_STORE(1) ROW_STORE(2) ROW_STORE(3) ROW_STORE(4) ROW_STORE(5) ROW_STORE(6) ROW_STORE(7)
+
+/* A [m x k] (row stride lda) into panels of 8 rows: panel q holds
+ * a[8q + r][p] at [q][p][r], rows past m zero. Written in order, read
+ * from 8 rows at once. */
+static float *pack_a(int64_t m, int64_t k, const float *a, int64_t lda)
+{
+    int64_t panels = (m + 7) / 8;
+    float *pa = xmalloc((size_t)(panels * k * 8 > 0 ? panels * k * 8 : 1) * sizeof *pa);
+    for (int64_t q = 0; q < panels; q++) {
+        float *dst = pa + q * k * 8;
+        const float *rows[8];
+        int live = m - q * 8 < 8 ? (int)(m - q * 8) : 8;
+        for (int r = 0; r < live; r++) rows[r] = a + (q * 8 + r) * lda;
+        for (int64_t p = 0; p < k; p++, dst += 8) {
+            for (int r = 0; r < live; r++) dst[r] = rows[r][p];
+            for (int r = live; r < 8; r++) dst[r] = 0.0f;
+        }
+    }
+    return pa;
+}
+
+static inline __mmask16 lanes_lo(int nr) { return nr >= 16 ? 0xFFFF : (__mmask16)((1u << nr) - 1); }
+static inline __mmask16 lanes_hi(int nr) { return nr >= 32 ? 0xFFFF : nr > 16 ? (__mmask16)((1u << (nr - 16)) - 1) : 0; }
+
+/* GEMM tile: B row p at b + p * ldb. */
 KT static void kernel_8x32(int64_t k, const float *a, int64_t lda, int mr, const float *b, int64_t ldb, int nr,
                            float *c, int64_t ldc, const float *bias, const fgemm_epi_t *e)
 {
-#define AROW(r) const float *a##r = a + (r < mr ? r : mr - 1) * lda
-    AROW(0); AROW(1); AROW(2); AROW(3); AROW(4); AROW(5); AROW(6); AROW(7);
-#undef AROW
-    __mmask16 m0 = nr >= 16 ? 0xFFFF : (__mmask16)((1u << nr) - 1);
-    __mmask16 m1 = nr >= 32 ? 0xFFFF : nr > 16 ? (__mmask16)((1u << (nr - 16)) - 1) : 0;
-    __m512 c00 = _mm512_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00, c31 = c00;
-    __m512 c40 = c00, c41 = c00, c50 = c00, c51 = c00, c60 = c00, c61 = c00, c70 = c00, c71 = c00;
-    for (int64_t p = 0; p < k; p++) {
-        const float *bp = b + p * ldb;
-        __m512 b0 = _mm512_maskz_loadu_ps(m0, bp), b1 = _mm512_maskz_loadu_ps(m1, bp + 16), t;
-#define STEP(r)                                  \
-        t = _mm512_set1_ps(a##r[p]);             \
-        c##r##0 = _mm512_fmadd_ps(t, b0, c##r##0); \
-        c##r##1 = _mm512_fmadd_ps(t, b1, c##r##1);
-        STEP(0) STEP(1) STEP(2) STEP(3) STEP(4) STEP(5) STEP(6) STEP(7)
-#undef STEP
-    }
-#define STORE(r)                                                                     \
-    if (r < mr) {                                                                    \
-        __m512 bv = _mm512_set1_ps(bias ? bias[r] : 0.0f);                           \
-        _mm512_mask_storeu_ps(c + r * ldc, m0, finish(c##r##0, bv, e));              \
-        if (m1) _mm512_mask_storeu_ps(c + r * ldc + 16, m1, finish(c##r##1, bv, e)); \
-    }
-    STORE(0) STORE(1) STORE(2) STORE(3) STORE(4) STORE(5) STORE(6) STORE(7)
-#undef STORE
+    TILE_ROWS;
+    TILE_ACC;
+    __mmask16 s0 = lanes_lo(nr), s1 = lanes_hi(nr);
+    for (int64_t p = 0; p < k; p++) TILE_STEP(b + p * ldb, s0, s1, A_INPLACE);
+    TILE_STORE
 }
 
 typedef struct fgemm_job {
@@ -160,9 +201,98 @@ void fgemm(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const f
     pool_for((m + TILE_M - 1) / TILE_M * j.tiles_n, fgemm_tile, &j);
 }
 
+/* Convolution tile: B row (ch, tap) is input plane ch shifted by the tap's
+ * offset, under the strip's mask of that tap (zero where the tap reads the
+ * padding). Addresses under a cleared lane may lie outside the input; the
+ * masked load never touches them, and they are formed as integers. */
+KT static void kernel_conv_8x32(int64_t cg, int taps, const int64_t *tapoff, const __mmask16 *mk, const float *ap,
+                                int mr, const float *x, int64_t plane, int nr, float *c, int64_t ldc,
+                                const float *bias, const fgemm_epi_t *e)
+{
+    TILE_ACC;
+    __mmask16 s0 = lanes_lo(nr), s1 = lanes_hi(nr);
+    for (int64_t ch = 0; ch < cg; ch++) {
+        uintptr_t xc = (uintptr_t)(x + ch * plane);
+        for (int t = 0; t < taps; t++, ap += 8)
+            TILE_STEP((const float *)(xc + (uintptr_t)tapoff[t] * sizeof(float)), mk[2 * t], mk[2 * t + 1], A_PACKED);
+    }
+    TILE_STORE
+}
+
+typedef struct fconv_job {
+    int64_t m, n, tiles_n;
+    const fconv_geom_t *g;
+    const float *w, *x;
+    float *y;
+    fgemm_epi_t e;
+} fconv_job_t;
+
+/* Masks of one 32-wide strip of output positions [j0, j0 + nr): lane l of
+ * tap (i, j) is set where output (r, o) = divmod(j0 + l, w) reads an input
+ * element, (r + dh[i], o + dw[j]) inside the input. */
+static void strip_masks(const fconv_geom_t *g, int64_t j0, int nr, __mmask16 *mk)
+{
+    uint32_t rows[FCONV_MAX_K] = {0}, cols[FCONV_MAX_K] = {0};
+    int64_t r = j0 / g->w, o = j0 % g->w;
+    for (int l = 0; l < nr; l++) {
+        for (int i = 0; i < g->kh; i++)
+            if (r + g->dh[i] >= 0 && r + g->dh[i] < g->h) rows[i] |= 1u << l;
+        for (int j = 0; j < g->kw; j++)
+            if (o + g->dw[j] >= 0 && o + g->dw[j] < g->w) cols[j] |= 1u << l;
+        if (++o == g->w) { o = 0; r++; }
+    }
+    for (int i = 0; i < g->kh; i++)
+        for (int j = 0; j < g->kw; j++) {
+            uint32_t v = rows[i] & cols[j];
+            mk[2 * (i * g->kw + j)] = (__mmask16)(v & 0xFFFF);
+            mk[2 * (i * g->kw + j) + 1] = (__mmask16)(v >> 16);
+        }
+}
+
+KT static void fconv_tile(void *ctx, int64_t t)
+{
+    const fconv_job_t *j = ctx;
+    const fconv_geom_t *g = j->g;
+    int taps = g->kh * g->kw;
+    int64_t k = g->cin * taps, plane = g->h * g->w, tapoff[FCONV_MAX_K * FCONV_MAX_K];
+    __mmask16 mk[2 * FCONV_MAX_K * FCONV_MAX_K];
+    for (int i = 0; i < g->kh; i++)
+        for (int q = 0; q < g->kw; q++) tapoff[i * g->kw + q] = g->dh[i] * g->w + g->dw[q];
+    int64_t i0 = t / j->tiles_n * TILE_M, j0 = t % j->tiles_n * TILE_N;
+    int64_t i1 = i0 + TILE_M < j->m ? i0 + TILE_M : j->m, j1 = j0 + TILE_N < j->n ? j0 + TILE_N : j->n;
+    for (int64_t col = j0; col < j1; col += 32) {
+        int nr = j1 - col < 32 ? (int)(j1 - col) : 32;
+        strip_masks(g, col, nr, mk);
+        for (int64_t row = i0; row < i1; row += 8) {
+            int mr = i1 - row < 8 ? (int)(i1 - row) : 8;
+            kernel_conv_8x32(g->cin, taps, tapoff, mk, j->w + row * k, mr, j->x + col, plane, nr,
+                             j->y + row * j->n + col, j->n, j->e.bias ? j->e.bias + row : NULL, &j->e);
+        }
+    }
+}
+
+int fconv_rows(int64_t m, const fconv_geom_t *g, const float *w, const float *x, float *y, const fgemm_epi_t *epi)
+{
+    if (!fgemm_available() || g->kh < 1 || g->kw < 1 || g->kh > FCONV_MAX_K || g->kw > FCONV_MAX_K) return -1;
+    int64_t n = g->oh * g->w;
+    if (m <= 0 || n <= 0) return 0;
+    float *pw = pack_a(m, g->cin * g->kh * g->kw, w, g->cin * g->kh * g->kw);
+    fconv_job_t j = {m, n, (n + TILE_N - 1) / TILE_N, g, pw, x, y, {0}};
+    if (epi) j.e = *epi;
+    pool_for((m + TILE_M - 1) / TILE_M * j.tiles_n, fconv_tile, &j);
+    free(pw);
+    return 0;
+}
+
 #else /* no AVX-512 kernel on this compiler or architecture */
 
 int fgemm_available(void) { return 0; }
+
+int fconv_rows(int64_t m, const fconv_geom_t *g, const float *w, const float *x, float *y, const fgemm_epi_t *epi)
+{
+    (void)m; (void)g; (void)w; (void)x; (void)y; (void)epi;
+    return -1;
+}
 
 void fgemm(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const float *b, int64_t ldb, float *c,
            int64_t ldc, const fgemm_epi_t *epi)
