@@ -2,9 +2,9 @@
 """infer_vs_ort.py — parity's FP32 infer against ONNX Runtime (onnxruntime-node,
 CPU), measured in one run on the same machine (the work of infer_vs_ort.sh).
 
-For every bundled model (the seed reproducers of `make models` and the
-RT-DETR fixture at opset 16 and 17) and each thread count (2 and 1 by
-default): parity's engine is built once (untimed), then one untimed warm-up
+For every bundled model (the seed reproducers of `make models`, the
+RT-DETR-tiny fixture and the trained RT-DETR of models/rtdetr, each at opset
+16 and 17) and each thread count (2 and 1 by default): parity's engine is built once (untimed), then one untimed warm-up
 invocation of each engine, then R rounds (BENCH_REPEAT, default 3) that each
 run `infer --runs N --stats` and the onnxruntime backend with `--runs N
 --stats`, alternating, each under /usr/bin/time -v, so that a burst of load
@@ -15,6 +15,12 @@ model loading and session creation are not timed), their ratio
 peak resident memory. The onnxruntime process is Node.js with the library
 loaded; its bare footprint (node + onnxruntime-node, no session) is measured
 and printed too, so the model's own share can be read off.
+
+The trained RT-DETR ("rtdetr" in issue 9's speed goal: 320x320, inputs images
+and orig_target_sizes) runs on a real validation image: the first image of
+shapes-val (gen-shapes, seed 2024) through the official preprocessing
+(configs/preprocess/rtdetr-official.yaml at 320x320), made in the temporary
+folder by parity's own gen-shapes and preprocess.
 
 Results: build/bench/results.json (section "infer_vs_ort") and a Markdown
 table on stdout and in build/bench/infer_vs_ort.md.
@@ -29,6 +35,7 @@ import json
 import os
 import platform
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -53,6 +60,8 @@ MODELS = [  # (name, model, input tensor set)
     ("unet_attn", "build/models/unet_attn/unet_attn.onnx", "build/models/unet_attn/input"),
     ("rtdetr_tiny_op16", "tests/fixtures/rtdetr-tiny/rtdetr_tiny_op16.onnx", "tests/fixtures/rtdetr-tiny/input"),
     ("rtdetr_tiny_op17", "tests/fixtures/rtdetr-tiny/rtdetr_tiny_op17.onnx", "tests/fixtures/rtdetr-tiny/input"),
+    ("rtdetr_shapes_op16", "models/rtdetr/rtdetr_shapes_op16.onnx", None),
+    ("rtdetr_shapes_op17", "models/rtdetr/rtdetr_shapes_op17.onnx", None),
 ]
 
 
@@ -80,6 +89,21 @@ def timed(cmd, tmp):
         return ru.ru_maxrss / 1024.0
     m = re.search(r"Maximum resident set size \(kbytes\): (\d+)", open(tv).read())
     return int(m.group(1)) / 1024.0
+
+
+def shapes_input(tmp):
+    """The trained RT-DETR's input (input None in MODELS): shapes-val image 1
+    through the official preprocessing, made once per run in tmp."""
+    pre = os.path.join(tmp, "shapes-pre")
+    if not os.path.isdir(pre):
+        val = os.path.join(tmp, "shapes-val")
+        for cmd in (["gen-shapes", "--split", "val", "--seed", "2024", "--count", "1", "-o", val],
+                    ["preprocess", "--config", os.path.join(root, "configs", "preprocess", "rtdetr-official.yaml"),
+                     "--set", "resize.size=320x320", "-o", pre, os.path.join(val, "images", "0000001.png")]):
+            p = subprocess.run([os.path.join(bindir, cmd[0])] + cmd[1:], capture_output=True, text=True)
+            if p.returncode:
+                fail("%s (input of the trained RT-DETR): %s" % (cmd[0], p.stderr.strip()))
+    return os.path.join(pre, "0000001")
 
 
 def median_of(stats):
@@ -116,7 +140,7 @@ def versions():
 
 
 def main():
-    for exe in ("build-engine", "infer"):
+    for exe in ("build-engine", "infer", "gen-shapes", "preprocess"):
         if not os.access(os.path.join(bindir, exe), os.X_OK):
             fail("%s/%s is not built (run make)" % (bindir, exe))
     keep = set(os.environ.get("BENCH_MODELS", "").split())
@@ -129,7 +153,8 @@ def main():
     for name, model, inp in MODELS:
         if keep and name not in keep:
             continue
-        model, inp = os.path.join(root, model), os.path.join(root, inp)
+        model = os.path.join(root, model)
+        inp = os.path.join(root, inp) if inp else shapes_input(tmp)
         if not os.path.exists(model):
             fail("%s missing (run make models)" % model)
         engine = os.path.join(tmp, name + ".engine")
@@ -199,6 +224,7 @@ def main():
         with open(f + ".tmp", "w") as fh:
             fh.write(text)
         os.replace(f + ".tmp", f)
+    shutil.rmtree(tmp, ignore_errors=True)
     print(md, end="")
 
 
