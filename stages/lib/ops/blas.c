@@ -1,10 +1,13 @@
-/* blas.c — deterministic parallel GEMM. OpenBLAS's own threading is not
- * bit-reproducible across thread counts (its single-thread path may use a
- * different kernel), so parity runs OpenBLAS single-threaded and splits C
- * into tiles whose size depends only on the problem shape; the pool hands
- * tiles to threads. Same tiles, same sums, whatever --threads is. */
+/* blas.c — deterministic parallel GEMM. Plain products (C = A B, neither
+ * transposed, alpha 1, beta 0: MatMul) go to parity's own kernel (fgemm.c)
+ * where the CPU has it. The rest go to OpenBLAS, whose own threading is
+ * not bit-reproducible across thread counts (its single-thread path may
+ * use a different kernel), so parity runs OpenBLAS single-threaded and
+ * splits C into tiles whose size depends only on the problem shape; the
+ * pool hands tiles to threads. Same tiles, same sums, whatever --threads is. */
 #include <cblas.h>
 #include "ops/blas.h"
+#include "ops/fgemm.h"
 #include "util/pool.h"
 
 /* Problems smaller than this many multiply-adds run as one call. */
@@ -40,6 +43,10 @@ static void gemm_tile(void *ctx, int64_t t)
 void blas_sgemm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, float alpha,
                 const float *a, int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc)
 {
+    if (!trans_a && !trans_b && alpha == 1.0f && beta == 0.0f && fgemm_available()) {
+        fgemm(m, n, k, a, lda, b, ldb, c, ldc, NULL);   /* parity's own kernel: no packing */
+        return;
+    }
     gemm_job_t j = {trans_a, trans_b, 0, m, n, k, lda, ldb, ldc, 0, alpha, beta, a, b, c};
     if (m * n * k < SPLIT_MIN_MACS || (m <= TILE && n <= TILE)) {
         j.tile = n;
