@@ -122,7 +122,22 @@ static void valid_range(int64_t off, int64_t s, int64_t n, int64_t nout, int64_t
 /* im2col and col2im are written once per element type through these
  * macros (im2col only moves bytes; col2im adds). Rows r0..r1 index the
  * output's (depth, height) pairs; the buffer is [cg*kvol][(r1-r0)*out_w]. */
-#define DEFINE_IM2COL(NAME, T)                                                           \
+/* A strided row copy: dst[o] = src[o * s] for o in [0, n). */
+static inline void strided_copy_f(float *dst, const float *src, int64_t s, int64_t n)
+{
+    if (s == 2) {
+        fgemm_gather_even(dst, src, n);
+        return;
+    }
+    for (int64_t o = 0; o < n; o++) dst[o] = src[o * s];
+}
+
+static inline void strided_copy_d(double *dst, const double *src, int64_t s, int64_t n)
+{
+    for (int64_t o = 0; o < n; o++) dst[o] = src[o * s];
+}
+
+#define DEFINE_IM2COL(NAME, T, STRIDED)                                                  \
     static void NAME(const T *x, const nn_geom_t *g, int64_t cg, int64_t r0, int64_t r1, T *col) \
     {                                                                                    \
         int64_t ow = g->out[2], ncols = (r1 - r0) * ow;                                  \
@@ -146,9 +161,8 @@ static void valid_range(int64_t off, int64_t s, int64_t n, int64_t nout, int64_t
                             for (int64_t o = 0; o < lo; o++) dst[o] = 0;                 \
                             if (g->s[2] == 1) {                                          \
                                 if (hi > lo) memcpy(dst + lo, x + base + lo, (hi - lo) * sizeof(T)); \
-                            } else {                                                     \
-                                int64_t s = g->s[2];                                     \
-                                for (int64_t o = lo; o < hi; o++) dst[o] = x[base + o * s]; \
+                            } else if (hi > lo) {                                        \
+                                STRIDED(dst + lo, x + base + lo * g->s[2], g->s[2], hi - lo); \
                             }                                                            \
                             for (int64_t o = hi; o < ow; o++) dst[o] = 0;                \
                         }                                                                \
@@ -273,8 +287,8 @@ DEFINE_AXPY(axpy_d, double)
             for (int64_t j = 0; j < sz; j++) y[i * sz + j] += b[i];                      \
     }
 
-DEFINE_IM2COL(im2col_f, float)
-DEFINE_IM2COL(im2col_d, double)
+DEFINE_IM2COL(im2col_f, float, strided_copy_f)
+DEFINE_IM2COL(im2col_d, double, strided_copy_d)
 DEFINE_COL2IM(col2im_f, float)
 DEFINE_COL2IM(col2im_d, double)
 DEFINE_DEPTHWISE(depthwise_f, float, axpy_f)

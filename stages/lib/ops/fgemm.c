@@ -284,9 +284,36 @@ int fconv_rows(int64_t m, const fconv_geom_t *g, const float *w, const float *x,
     return 0;
 }
 
+/* dst[i] = src[2i]: two loads, one permute per 16 values. A vector reads
+ * src up to 2i + 31, so it runs while that stays within src[0, 2n-1). */
+KT static void gather_even_avx512(float *dst, const float *src, int64_t n)
+{
+    const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+    int64_t i = 0;
+    for (; i + 17 <= n; i += 16) {
+        __m512 lo = _mm512_loadu_ps(src + 2 * i), hi = _mm512_loadu_ps(src + 2 * i + 16);
+        _mm512_storeu_ps(dst + i, _mm512_permutex2var_ps(lo, even, hi));
+    }
+    for (; i < n; i++) dst[i] = src[2 * i];
+}
+
+void fgemm_gather_even(float *dst, const float *src, int64_t n)
+{
+    if (fgemm_available()) {
+        gather_even_avx512(dst, src, n);
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) dst[i] = src[2 * i];
+}
+
 #else /* no AVX-512 kernel on this compiler or architecture */
 
 int fgemm_available(void) { return 0; }
+
+void fgemm_gather_even(float *dst, const float *src, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++) dst[i] = src[2 * i];
+}
 
 int fconv_rows(int64_t m, const fconv_geom_t *g, const float *w, const float *x, float *y, const fgemm_epi_t *epi)
 {

@@ -47,6 +47,9 @@ typedef struct fconv_geom {
 } fconv_geom_t;
 int fconv_rows(int64_t m, const fconv_geom_t *g, const float *w, const float *x, float *y, const fgemm_epi_t *epi);
 
+/* dst[i] = src[2i] for i < n (im2col's rows for stride 2). */
+void fgemm_gather_even(float *dst, const float *src, int64_t n);
+
 /* The same result element by element in plain C (slow; the oracle). */
 void fgemm_ref(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const float *b, int64_t ldb, float *c,
                int64_t ldc, const fgemm_epi_t *epi);
