@@ -3,8 +3,10 @@
  * FMA chain (same bits), both against a double-precision triple loop; the
  * epilogue's Relu/Clip/LeakyRelu on NaN, -0 and Clip with min > max, as
  * the standalone kernels define them; the same bits for 1 and 3 threads;
- * and Conv through node_run with a fused activation, with the kernel on
- * and off, against a direct loop (the activation applied exactly once). */
+ * Conv through node_run with a fused activation, with the kernel on and
+ * off, against a direct loop (the activation applied exactly once); and
+ * the 2-D pools' fast rows (ops/poolrow.c) against window loops written
+ * here, bit for bit, NaN and signed zeros included. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -190,6 +192,81 @@ static void test_conv_fused(void)
     }
 }
 
+/* ---- 2-D pools: fast rows against a window loop, bit for bit ---- */
+
+static void check_pool(const char *op, int64_t c, int64_t h, int64_t w, int64_t k, int64_t s, int64_t pad,
+                       int ceil_mode, int include_pad, int kernel_on)
+{
+    int is_max = !strcmp(op, "MaxPool");
+    int64_t xd[4] = {1, c, h, w};
+    tensor_t *x = random_tensor(DT_FLOAT, 4, xd, -1, 1);
+    float *xv = x->data;
+    for (int64_t i = 0; i < tensor_numel(x); i += 7) xv[i] = i % 3 ? (i % 2 ? -0.0f : 0.0f) : NAN;
+    tnode_t t;
+    node_init(&t, op, 12, 1, 1);
+    int64_t ks[2] = {k, k}, st[2] = {s, s}, pads[4] = {pad, pad, pad, pad};
+    set_ints(&t, "kernel_shape", 2, ks);
+    set_ints(&t, "strides", 2, st);
+    set_ints(&t, "pads", 4, pads);
+    set_int(&t, "ceil_mode", ceil_mode);
+    if (!is_max) set_int(&t, "count_include_pad", include_pad);
+    const tensor_t *in[1] = {x};
+    tensor_t y = {0}, *out[1] = {&y};
+    perr_t e;
+    fgemm_set_enabled(kernel_on);
+    int rc = run_node(&t, in, out, &e);
+    fgemm_set_enabled(1);
+    if (rc) diag("%s: %s", op, e.msg);
+    int64_t span_h = h + 2 * pad - k, span_w = w + 2 * pad - k;
+    int64_t oh = ceil_mode ? (span_h + s - 1) / s + 1 : span_h / s + 1, ow = ceil_mode ? (span_w + s - 1) / s + 1 : span_w / s + 1;
+    if (ceil_mode && (oh - 1) * s >= h + pad) oh--;
+    if (ceil_mode && (ow - 1) * s >= w + pad) ow--;
+    int good = !rc && y.ndim == 4 && y.dims[2] == oh && y.dims[3] == ow;
+    for (int64_t ch = 0; good && ch < c; ch++)
+        for (int64_t i = 0; i < oh; i++)
+            for (int64_t j = 0; j < ow; j++) {
+                float best = 0, want;
+                int first = 1;
+                double acc = 0;
+                int64_t n = 0, npad = 0;
+                for (int64_t u = 0; u < k; u++)
+                    for (int64_t v = 0; v < k; v++) {
+                        int64_t iy = i * s - pad + u, ix = j * s - pad + v;
+                        if (iy < h + pad && ix < w + pad) npad++;
+                        if (iy < 0 || iy >= h || ix < 0 || ix >= w) continue;
+                        float xv1 = xv[(ch * h + iy) * w + ix];
+                        if (first) best = xv1;
+                        first = 0;
+                        best = xv1 > best ? xv1 : best;
+                        acc += xv1;
+                        n++;
+                    }
+                int64_t cnt = include_pad ? npad : n;
+                want = is_max ? best : cnt ? (float)(acc / (double)cnt) : 0.0f;
+                float got = ((float *)y.data)[(ch * oh + i) * ow + j];
+                good = memcmp(&got, &want, sizeof got) == 0 || (isnan(got) && isnan(want));
+                if (!good) diag("%s at (%lld, %lld, %lld): %g, want %g", op, (long long)ch, (long long)i, (long long)j, got, want);
+            }
+    ok(good, "%s %lldx%lld stride %lld pad %lld ceil %d include_pad %d on %lldx%lld, fast rows %s: window loop's bits",
+       op, (long long)k, (long long)k, (long long)s, (long long)pad, ceil_mode, include_pad, (long long)h,
+       (long long)w, kernel_on ? "AVX-512" : "plain C");
+    tensor_free(x);
+    tensor_free_data(&y);
+}
+
+static void test_pools(void)
+{
+    for (int on = 0; on <= 1; on++) {
+        check_pool("MaxPool", 3, 41, 75, 3, 2, 1, 0, 0, on);
+        check_pool("MaxPool", 2, 20, 50, 2, 2, 0, 1, 0, on);
+        check_pool("MaxPool", 2, 19, 40, 3, 1, 1, 0, 0, on);
+        check_pool("MaxPool", 2, 9, 70, 5, 3, 2, 1, 0, on);
+        check_pool("AveragePool", 3, 41, 75, 2, 2, 0, 1, 1, on);
+        check_pool("AveragePool", 2, 33, 61, 3, 2, 1, 1, 0, on);
+        check_pool("AveragePool", 2, 19, 40, 3, 1, 1, 0, 1, on);
+    }
+}
+
 int main(void)
 {
     diag("AVX-512 kernel %s on this CPU", fgemm_available() ? "runs" : "does not run");
@@ -197,6 +274,7 @@ int main(void)
     test_epilogue_specials();
     test_threads();
     test_conv_fused();
+    test_pools();
     scratch_pool_free(&pool);
     return done_testing();
 }

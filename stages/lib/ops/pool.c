@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "ops/nn_impl.h"
+#include "ops/poolrow.h"
 
 typedef struct pool_plan {
     nn_geom_t g;
@@ -204,10 +205,77 @@ typedef struct pool_job {
     int is_max, col_major, include_pad, lp;
 } pool_job_t;
 
+/* 2-D float32 MaxPool / AveragePool without dilation or indices, up to
+ * FAST_ROWS kernel rows: each output row's inside (windows wholly in the
+ * input) goes to poolrow.c, its edges are done here, with the general
+ * loop's formulas and order. */
+#define FAST_ROWS 16
+
+static int fast_2d(const pool_job_t *j)
+{
+    const nn_geom_t *g = j->g;
+    return j->x->dtype == DT_FLOAT && !j->ind && !j->lp && g->k[0] == 1 && g->in[0] == 1 && g->pb[0] == 0 &&
+           g->d[1] == 1 && g->d[2] == 1 && g->k[1] <= FAST_ROWS;
+}
+
+/* One output of a row whose window rows are rows[0, nr): columns [l2, h2) from s2. */
+static float edge_output(const pool_job_t *j, const float *const *rows, int nr, int64_t s1, int64_t o2)
+{
+    const nn_geom_t *g = j->g;
+    const taps_t *t = j->t;
+    int64_t l2 = t->lo[2][o2], h2 = t->hi[2][o2], s2 = t->st[2][o2];
+    if (j->is_max) {
+        float best = nr > 0 && h2 > l2 ? rows[0][s2 + l2] : 0.0f;
+        for (int r = 0; r < nr; r++)
+            for (int64_t q = l2; q < h2; q++) best = rows[r][s2 + q] > best ? rows[r][s2 + q] : best;
+        return best;
+    }
+    double acc = 0;
+    for (int r = 0; r < nr; r++)
+        for (int64_t q = l2; q < h2; q++) acc += rows[r][s2 + q];
+    int64_t cnt = j->include_pad ? padded_taps(g, 1, s1) * padded_taps(g, 2, s2) : nr * (h2 - l2);
+    return cnt ? (float)(acc / (double)cnt) : 0.0f;
+}
+
+static void pool_planes_2d(const pool_job_t *j, int64_t p0, int64_t p1)
+{
+    const nn_geom_t *g = j->g;
+    const taps_t *t = j->t;
+    int64_t n1 = g->in[1], n2 = g->in[2], oh = g->out[1], ow = g->out[2], k = g->k[2];
+    int64_t a = 0, b;   /* outputs [a, b) of a row have every column tap inside */
+    while (a < ow && !(t->lo[2][a] == 0 && t->hi[2][a] == k)) a++;
+    for (b = a; b < ow && t->lo[2][b] == 0 && t->hi[2][b] == k; b++) {}
+    for (int64_t pl = p0; pl < p1; pl++) {
+        const float *xp = (const float *)j->x->data + pl * n1 * n2;
+        float *yp = (float *)j->y->data + pl * oh * ow;
+        for (int64_t o1 = 0; o1 < oh; o1++) {
+            int64_t l1 = t->lo[1][o1], s1 = t->st[1][o1];
+            int nr = (int)(t->hi[1][o1] - l1);
+            const float *rows[FAST_ROWS];
+            for (int r = 0; r < nr; r++) rows[r] = xp + (s1 + l1 + r) * n2;
+            float *yr = yp + o1 * ow;
+            int64_t in0 = nr > 0 ? a : ow, in1 = nr > 0 ? b : ow;
+            for (int64_t o2 = 0; o2 < in0; o2++) yr[o2] = edge_output(j, rows, nr, s1, o2);
+            for (int64_t o2 = in1; o2 < ow; o2++) yr[o2] = edge_output(j, rows, nr, s1, o2);
+            if (in1 <= in0) continue;
+            if (j->is_max) {
+                poolrow_max(yr + in0, rows, nr, (int)k, g->s[2], t->st[2][in0], in1 - in0);
+            } else {
+                int64_t cnt = (j->include_pad ? padded_taps(g, 1, s1) : nr) * k;
+                poolrow_avg(yr + in0, rows, nr, (int)k, g->s[2], t->st[2][in0], in1 - in0, (double)cnt);
+            }
+        }
+    }
+}
+
 /* One task: planes [p0, p1). */
 static void pool_planes(void *ctx, int64_t p0, int64_t p1)
 {
     const pool_job_t *j = ctx;
+    if (fast_2d(j)) {
+        pool_planes_2d(j, p0, p1);
+        return;
+    }
     const void *x = j->x->data;
     void *y = j->y->data;
     if (!j->is_max) {

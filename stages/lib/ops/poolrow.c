@@ -1,0 +1,108 @@
+/* poolrow.c — the inside of a 2-D float32 MaxPool / AveragePool row, where
+ * every window lies wholly in the input: pool.c hands over the window's
+ * input rows and the row's range of such outputs, and keeps the edges.
+ * Sixteen outputs at a time with AVX-512 where the CPU has it (stride 1 or
+ * 2), else one at a time. Either way each output sees its taps in the
+ * order of the plain loop (rows, then columns; max keeps the first of
+ * equal values and a NaN only where it comes first; sums in double), so
+ * the bits are those of pool.c's general loop. */
+#include "ops/poolrow.h"
+#include "ops/fgemm.h"
+
+static void max_scalar(float *y, const float *const *rows, int nrows, int k, int64_t s, int64_t start, int64_t n)
+{
+    for (int64_t o = 0; o < n; o++) {
+        int64_t c = start + o * s;
+        float best = rows[0][c];
+        for (int r = 0; r < nrows; r++)
+            for (int q = 0; q < k; q++) {
+                float v = rows[r][c + q];
+                best = v > best ? v : best;
+            }
+        y[o] = best;
+    }
+}
+
+static void avg_scalar(float *y, const float *const *rows, int nrows, int k, int64_t s, int64_t start, int64_t n,
+                       double count)
+{
+    for (int64_t o = 0; o < n; o++) {
+        int64_t c = start + o * s;
+        double acc = 0;
+        for (int r = 0; r < nrows; r++)
+            for (int q = 0; q < k; q++) acc += rows[r][c + q];
+        y[o] = (float)(acc / count);
+    }
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define KT __attribute__((target("avx512f")))
+
+/* Sixteen taps src[0], src[s], ..., src[15 s] for s = 1 or 2 (for 2: the
+ * even elements of 31 floats; the 32nd is never read). */
+KT static inline __m512 taps16(const float *src, int64_t s, __m512i even)
+{
+    if (s == 1) return _mm512_loadu_ps(src);
+    __m512 lo = _mm512_loadu_ps(src), hi = _mm512_maskz_loadu_ps(0x7FFF, src + 16);
+    return _mm512_permutex2var_ps(lo, even, hi);
+}
+
+KT static int64_t max_avx512(float *y, const float *const *rows, int nrows, int k, int64_t s, int64_t start, int64_t n)
+{
+    const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+    int64_t o = 0;
+    for (; o + 16 <= n; o += 16) {
+        int64_t c = start + o * s;
+        __m512 best = taps16(rows[0] + c, s, even);
+        for (int r = 0; r < nrows; r++)
+            for (int q = 0; q < k; q++) {
+                __m512 v = taps16(rows[r] + c + q, s, even);
+                best = _mm512_mask_mov_ps(best, _mm512_cmp_ps_mask(v, best, _CMP_GT_OQ), v);
+            }
+        _mm512_storeu_ps(y + o, best);
+    }
+    return o;
+}
+
+KT static int64_t avg_avx512(float *y, const float *const *rows, int nrows, int k, int64_t s, int64_t start,
+                             int64_t n, double count)
+{
+    const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+    const __m512d cnt = _mm512_set1_pd(count);
+    int64_t o = 0;
+    for (; o + 16 <= n; o += 16) {
+        int64_t c = start + o * s;
+        __m512d lo = _mm512_setzero_pd(), hi = lo;
+        for (int r = 0; r < nrows; r++)
+            for (int q = 0; q < k; q++) {
+                __m512 v = taps16(rows[r] + c + q, s, even);
+                lo = _mm512_add_pd(lo, _mm512_cvtps_pd(_mm512_castps512_ps256(v)));
+                hi = _mm512_add_pd(hi, _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1))));
+            }
+        __m256 ylo = _mm512_cvtpd_ps(_mm512_div_pd(lo, cnt)), yhi = _mm512_cvtpd_ps(_mm512_div_pd(hi, cnt));
+        _mm256_storeu_ps(y + o, ylo);
+        _mm256_storeu_ps(y + o + 8, yhi);
+    }
+    return o;
+}
+#endif
+
+void poolrow_max(float *y, const float *const *rows, int nrows, int k, int64_t s, int64_t start, int64_t n)
+{
+    int64_t done = 0;
+#if defined(__x86_64__) && defined(__GNUC__)
+    if ((s == 1 || s == 2) && fgemm_available()) done = max_avx512(y, rows, nrows, k, s, start, n);
+#endif
+    max_scalar(y + done, rows, nrows, k, s, start + done * s, n - done);
+}
+
+void poolrow_avg(float *y, const float *const *rows, int nrows, int k, int64_t s, int64_t start, int64_t n,
+                 double count)
+{
+    int64_t done = 0;
+#if defined(__x86_64__) && defined(__GNUC__)
+    if ((s == 1 || s == 2) && fgemm_available()) done = avg_avx512(y, rows, nrows, k, s, start, n, count);
+#endif
+    avg_scalar(y + done, rows, nrows, k, s, start + done * s, n - done, count);
+}
