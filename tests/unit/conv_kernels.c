@@ -114,6 +114,18 @@ static void test_threads(void)
 }
 
 /* Conv 2-D through node_run with a fused activation, against a direct loop. */
+/* Runs a node into y with the AVX-512 kernels on or off. */
+static int run_with_kernel(tnode_t *t, const tensor_t *const *in, tensor_t *y, int kernel_on, const char *name)
+{
+    tensor_t *out[1] = {y};
+    perr_t e;
+    fgemm_set_enabled(kernel_on);
+    int rc = run_node(t, in, out, &e);
+    fgemm_set_enabled(1);
+    if (rc) diag("%s: %s", name, e.msg);
+    return rc;
+}
+
 /* pads: top, left, bottom, right (ONNX order); dil: both axes. */
 static void check_conv_geom(const char *name, int64_t c, int64_t m, int64_t h, int64_t w, int64_t k, int64_t s,
                             const int64_t *pads, int64_t dil, int act, int kernel_on)
@@ -133,12 +145,8 @@ static void check_conv_geom(const char *name, int64_t c, int64_t m, int64_t h, i
     t.n.act_a = act == ACT_LEAKY ? 0.2f : -0.5f;
     t.n.act_b = 0.5f;
     const tensor_t *in[3] = {x, wt, b};
-    tensor_t y = {0}, *out[1] = {&y};
-    perr_t e;
-    fgemm_set_enabled(kernel_on);
-    int rc = run_node(&t, in, out, &e);
-    fgemm_set_enabled(1);
-    if (rc) diag("%s: %s", name, e.msg);
+    tensor_t y = {0};
+    int rc = run_with_kernel(&t, in, &y, kernel_on, name);
     double *want = malloc((size_t)(m * oh * ow) * sizeof *want);
     for (int64_t o = 0; o < m; o++)
         for (int64_t i = 0; i < oh; i++)
@@ -211,12 +219,8 @@ static void check_pool(const char *op, int64_t c, int64_t h, int64_t w, int64_t 
     set_int(&t, "ceil_mode", ceil_mode);
     if (!is_max) set_int(&t, "count_include_pad", include_pad);
     const tensor_t *in[1] = {x};
-    tensor_t y = {0}, *out[1] = {&y};
-    perr_t e;
-    fgemm_set_enabled(kernel_on);
-    int rc = run_node(&t, in, out, &e);
-    fgemm_set_enabled(1);
-    if (rc) diag("%s: %s", op, e.msg);
+    tensor_t y = {0};
+    int rc = run_with_kernel(&t, in, &y, kernel_on, op);
     int64_t span_h = h + 2 * pad - k, span_w = w + 2 * pad - k;
     int64_t oh = ceil_mode ? (span_h + s - 1) / s + 1 : span_h / s + 1, ow = ceil_mode ? (span_w + s - 1) / s + 1 : span_w / s + 1;
     if (ceil_mode && (oh - 1) * s >= h + pad) oh--;
