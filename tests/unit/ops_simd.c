@@ -1,6 +1,7 @@
 /* ops_simd.c — the kernels with hand-written AVX2 paths (vmath.h's users:
  * Sigmoid, Exp, Tanh, Softmax, LogSoftmax; LayerNormalization and
- * InstanceNormalization rows; GridSample's gather) give the same bits with
+ * InstanceNormalization rows) and GridSample (scalar today: AVX2 gathers
+ * were slower on this project's CPUs) give the same bits with
  * the vector path as with the scalar path (vm_set_simd(0)), on 1 and on 3
  * threads, on shapes with vector tails and with NaN, inf and huge values
  * mixed in. Their accuracy is checked against references elsewhere
