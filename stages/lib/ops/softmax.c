@@ -166,11 +166,7 @@ static void block_f32(int kind, const float *xb, float *yb, int64_t n, int64_t i
     float *m = (float *)(sum + inner);
     memcpy(m, xb, (size_t)inner * sizeof *m);
     for (int64_t i = 0; i < inner; i++) sum[i] = 0;
-    for (int64_t k = 1; k < n; k++)
-        for (int64_t i = 0; i < inner; i++) {
-            float v = xb[k * inner + i];
-            if (m[i] == m[i] && GREATER_OR_NAN(v, m[i])) m[i] = v;
-        }
+    for (int64_t k = 1; k < n; k++) vm_max_acc_f32(m, xb + k * inner, inner);
     for (int64_t k = 0; k < n; k++) {
         const float *xr = xb + k * inner;
         float *yr = yb + k * inner;

@@ -140,6 +140,12 @@ static float max_scalar(const float *x, int64_t n)
     return nan ? first_nan(x, n) : fold_max(lane);
 }
 
+static inline float max_acc1(float m, float x) { return m == m && (x > m || x != x) ? x : m; }
+static void max_acc_scalar(float *m, const float *x, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++) m[i] = max_acc1(m[i], x[i]);
+}
+
 static double fold_sum(const double a[8])
 {
     return ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
@@ -273,6 +279,18 @@ VT static float max_avx2(const float *x, int64_t n)
     return fold_max(lane);
 }
 
+VT static void max_acc_avx2(float *m, const float *x, int64_t n)
+{
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 vm = _mm256_loadu_ps(m + i), vx = _mm256_loadu_ps(x + i);
+        __m256 take = _mm256_or_ps(_mm256_cmp_ps(vx, vm, _CMP_GT_OQ), _mm256_cmp_ps(vx, vx, _CMP_UNORD_Q));
+        take = _mm256_andnot_ps(_mm256_cmp_ps(vm, vm, _CMP_UNORD_Q), take);
+        _mm256_storeu_ps(m + i, _mm256_blendv_ps(vm, vx, take));
+    }
+    for (; i < n; i++) m[i] = max_acc1(m[i], x[i]);   /* a selection: same bits */
+}
+
 VT static inline void v_acc(__m256 e, __m256d *lo, __m256d *hi)
 {
     *lo = _mm256_add_pd(*lo, _mm256_cvtps_pd(_mm256_castps256_ps128(e)));
@@ -342,3 +360,4 @@ double vm_exp_shift_sum_f32(const float *x, float m, float *y, int64_t n)
     return PICK(exp_shift_sum_avx2, exp_shift_sum_scalar)(x, m, y, n);
 }
 void vm_scale_f32(float *y, int64_t n, double s) { PICK(scale_avx2, scale_scalar)(y, n, s); }
+void vm_max_acc_f32(float *m, const float *x, int64_t n) { PICK(max_acc_avx2, max_acc_scalar)(m, x, n); }

@@ -32,8 +32,11 @@ void vm_tanh_f32(const float *x, float *y, int64_t n);
  *   y[i] accumulated in double in a fixed order (element i into partial sum
  *   i % 8, the eight partials added pairwise), the same on every CPU. y may
  *   be NULL (sum only).
- * vm_scale_f32: y[i] = (float)((double)y[i] * s). */
+ * vm_scale_f32: y[i] = (float)((double)y[i] * s).
+ * vm_max_acc_f32: m[i] = max(m[i], x[i]) column-wise, NaN sticky (a NaN m
+ *   stays, a NaN x is taken; otherwise x replaces m only when greater). */
 float vm_max_f32(const float *x, int64_t n);
+void vm_max_acc_f32(float *m, const float *x, int64_t n);
 double vm_exp_shift_sum_f32(const float *x, float m, float *y, int64_t n);
 void vm_scale_f32(float *y, int64_t n, double s);
 
