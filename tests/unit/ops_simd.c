@@ -1,5 +1,5 @@
 /* ops_simd.c — the kernels with hand-written AVX2 paths (vmath.h's users:
- * Sigmoid, Exp, Tanh, Softmax, LogSoftmax; LayerNormalization and
+ * Sigmoid, Exp, Tanh, Erf, Gelu, Softmax, LogSoftmax; LayerNormalization and
  * InstanceNormalization rows) and GridSample (scalar today: AVX2 gathers
  * were slower on this project's CPUs) give the same bits with
  * the vector path as with the scalar path (vm_set_simd(0)), on 1 and on 3
@@ -54,11 +54,18 @@ static void test_unary(void)
 {
     int64_t d[3] = {3, 37, 211};
     tensor_t *x = data(3, d, -20, 20);
-    const char *ops[5] = {"Sigmoid", "Exp", "Tanh", "Softmax", "LogSoftmax"};
-    for (int k = 0; k < 5; k++) {
+    const char *ops[6] = {"Sigmoid", "Exp", "Tanh", "Erf", "Softmax", "LogSoftmax"};
+    for (int k = 0; k < 6; k++) {
         tnode_t t;
         node_init(&t, ops[k], 13, 1, 1);
         ok(same_bits(&t, (const tensor_t *[]){x}), "%s: same bits, vector or scalar, 1 or 3 threads", ops[k]);
+    }
+    for (int k = 0; k < 2; k++) {
+        tnode_t t;
+        node_init(&t, "Gelu", 20, 1, 1);
+        if (k) set_str(&t, "approximate", "tanh");
+        ok(same_bits(&t, (const tensor_t *[]){x}), "Gelu%s: same bits, vector or scalar, 1 or 3 threads",
+           k ? " (tanh)" : "");
     }
     /* softmax along a middle axis (the block layout) */
     tnode_t t;

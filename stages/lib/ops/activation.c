@@ -137,10 +137,34 @@ FLOAT_ACT(gelu_erf, const T r = (T)0.7071067811865476; const T h = (T)0.5,
 FLOAT_ACT(gelu_tanh_approx, const T k = (T)0.7978845608028654; const T h = (T)0.5; const T q = (T)0.044715,
           h * x * ((T)1 + tanh(k * (x + q * x * x * x))))
 
+/* float32 Gelu: the inner argument into y, erf or tanh of it through vmath
+ * in place, then the outer product, each the expression above. */
+static int gelu_f32_range(const ew_job_t *j, int64_t s, int64_t e, int is_tanh)
+{
+    const float *x = (const float *)j->x + s;
+    float *y = (float *)j->o + s;
+    const int64_t n = e - s;
+    const float h = 0.5f;
+    if (is_tanh) {
+        const float k = (float)0.7978845608028654, q = 0.044715f;
+        for (int64_t i = 0; i < n; i++) y[i] = k * (x[i] + q * x[i] * x[i] * x[i]);
+        vm_tanh_f32(y, y, n);
+    } else {
+        const float r = (float)0.7071067811865476;
+        for (int64_t i = 0; i < n; i++) y[i] = x[i] * r;
+        vm_erf_f32(y, y, n);
+    }
+    for (int64_t i = 0; i < n; i++) y[i] = h * x[i] * (1.0f + y[i]);
+    return 0;
+}
+static int gelu_erf_f32(const ew_job_t *j, int64_t s, int64_t e) { return gelu_f32_range(j, s, e, 0); }
+static int gelu_tanh_f32(const ew_job_t *j, int64_t s, int64_t e) { return gelu_f32_range(j, s, e, 1); }
+
 int run_gelu(op_ctx_t *c)
 {
     const int is_tanh = gelu_tanh(c);
     if (is_tanh < 0) return OP_ERROR;
+    if (c->in[0]->dtype == DT_FLOAT) return ew_unary(c, is_tanh ? gelu_tanh_f32 : gelu_erf_f32);
     return is_tanh ? gelu_tanh_approx(c) : gelu_erf(c);
 }
 

@@ -188,7 +188,13 @@ static void norm_rows_f(const norm_job_t *j, int64_t lo, int64_t hi)
         double m = n ? PICK(lanes_sum_avx2, lanes_sum)(x, n, 0, 0) / (double)n : 0;
         double v = n ? PICK(lanes_sum_avx2, lanes_sum)(x, n, m, 1) / (double)n : 0;
         double inv = 1.0 / sqrt(v + j->eps);
-        if (!j->per_elem)
+        if (inv != inv) {
+            /* a NaN or inf in the row: every output NaN, the same NaN on
+             * every CPU (which NaN an add passes on is the compiler's pick) */
+            if (m != m) m = NAN;
+            inv = NAN;
+            for (int64_t i = 0; i < n; i++) y[i] = NAN;
+        } else if (!j->per_elem)
             PICK(scale_row_avx2, scale_row_f)(y, x, n, m, j->sc[r % j->ch] * inv, NULL, NULL, j->bi[r % j->ch]);
         else
             PICK(scale_row_avx2, scale_row_f)(y, x, n, m, inv, j->sc, j->bi, 0.0);

@@ -151,7 +151,12 @@ static void row_f32(int kind, const float *xr, float *yr, int64_t n)
     float m = vm_max_f32(xr, n);
     if (kind == SM_SOFTMAX) {
         double s = vm_exp_shift_sum_f32(xr, m, yr, n);
-        vm_scale_f32(yr, n, 1.0 / s);
+        if (s == s) {
+            vm_scale_f32(yr, n, 1.0 / s);
+        } else {
+            /* a NaN in the row, or inf - inf: all NaN, one NaN for every CPU */
+            for (int64_t k = 0; k < n; k++) yr[k] = NAN;
+        }
         return;
     }
     double l = log(vm_exp_shift_sum_f32(xr, m, NULL, n));

@@ -3,11 +3,11 @@
  * trigonometric and hyperbolic functions, Not, IsInf, IsNaN.
  *
  * Float kernels compute in the tensor's own type (<tgmath.h> picks sinf or
- * sin from T), so float32 results match the float32 reference; float32 Exp
- * and Tanh go through vmath.h (vectorised, within a few ulp, the same bits
- * on every CPU). Integer
- * variants (Abs, Neg, Sign, Erf) wrap or saturate without undefined
- * behaviour. Half types never reach these kernels (ops.h). */
+ * sin from T), so float32 results match the float32 reference; float32
+ * Exp, Tanh and Erf go through vmath.h (vectorised, within a few ulp, the
+ * same bits on every CPU). Integer variants (Abs, Neg, Sign, Erf) wrap or
+ * saturate without undefined behaviour. Half types never reach these
+ * kernels (ops.h). */
 #include <tgmath.h>
 #include "ops/elementwise_impl.h"
 #include "ops/vmath.h"
@@ -99,8 +99,13 @@ NUMERIC_UNARY(run_abs, fabs(x), LT0(T, x) ? (T)(0 - (uint64_t)x) : x)
 NUMERIC_UNARY(run_neg, -x, (T)(0 - (uint64_t)x))
 /* Sign keeps NaN (numpy) and the zero as it is. */
 NUMERIC_UNARY(run_sign, x > 0 ? (T)1 : x < 0 ? (T)-1 : x, x > 0 ? (T)1 : LT0(T, x) ? (T)-1 : (T)0)
-/* erf of an integer: computed in double, truncated like a numpy astype. */
-NUMERIC_UNARY(run_erf, erf(x), SAT_TO_INT(T, erf((double)x)))
+/* erf of an integer: computed in double, truncated like a numpy astype;
+ * float32 through vmath. */
+static int erf_other(op_ctx_t *c);
+NUMERIC_UNARY(erf_other, erf(x), SAT_TO_INT(T, erf((double)x)))
+static int erf_f32(op_ctx_t *c);
+VMATH_UNARY(erf_f32, vm_erf_f32, erf(x))
+int run_erf(op_ctx_t *c) { return c->in[0]->dtype == DT_FLOAT ? erf_f32(c) : erf_other(c); }
 
 /* ---- boolean results ---- */
 

@@ -1,4 +1,4 @@
-/* vmath.h — float32 exp, expm1, sigmoid and tanh over arrays, vectorised
+/* vmath.h — float32 exp, sigmoid, tanh and erf over arrays, vectorised
  * with AVX2+FMA where the CPU has them (chosen at run time) and giving the
  * same bits on every CPU: the scalar functions below are the reference, and
  * the vector code runs the very same operations (one polynomial, fused
@@ -8,7 +8,8 @@
  * Accuracy (tests/unit/vmath.c sweeps the inputs against double precision):
  * vm_expf within 1 ulp over the whole float range, including results that
  * are subnormal, overflow to inf or underflow to 0; NaN in gives NaN out.
- * vm_sigmoidf and vm_tanhf within a few ulp, relative accuracy kept near 0.
+ * vm_sigmoidf, vm_tanhf and vm_erff within a few ulp, relative accuracy
+ * kept near 0.
  *
  * Array functions take x and y that are equal or do not overlap. */
 #ifndef PARITY_VMATH_H
@@ -20,18 +21,20 @@
 float vm_expf(float x);
 float vm_sigmoidf(float x);
 float vm_tanhf(float x);
+float vm_erff(float x);
 
 /* y[i] = f(x[i]) for i in [0, n). */
 void vm_exp_f32(const float *x, float *y, int64_t n);
 void vm_sigmoid_f32(const float *x, float *y, int64_t n);
 void vm_tanh_f32(const float *x, float *y, int64_t n);
+void vm_erf_f32(const float *x, float *y, int64_t n);
 
 /* Softmax pieces over one row of n floats:
  * vm_max_f32: the maximum; the first NaN if the row has one; -inf if n = 0.
  * vm_exp_shift_sum_f32: y[i] = exp(x[i] - m) and returns the sum of the
  *   y[i] accumulated in double in a fixed order (element i into partial sum
- *   i % 8, the eight partials added pairwise), the same on every CPU. y may
- *   be NULL (sum only).
+ *   i % 8, the eight partials added pairwise), the same on every CPU (a NaN
+ *   sum is returned as the default NaN). y may be NULL (sum only).
  * vm_scale_f32: y[i] = (float)((double)y[i] * s).
  * vm_max_acc_f32: m[i] = max(m[i], x[i]) column-wise, NaN sticky (a NaN m
  *   stays, a NaN x is taken; otherwise x replaces m only when greater). */
