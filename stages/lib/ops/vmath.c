@@ -1,5 +1,6 @@
-/* vmath.c — the vectorised float32 math of vmath.h: exp, sigmoid, tanh and
- * the softmax row pieces, for the activation, unary and softmax kernels.
+/* vmath.c — the vectorised float32 math of vmath.h: exp, sigmoid, tanh,
+ * erf and the softmax row pieces, for the activation, unary, softmax and
+ * Gelu kernels.
  *
  * exp(x): x is clamped to [-104, 89] (beyond them the result is 0 or inf
  * anyway), k = nearest integer to x*log2(e) (fused multiply-add onto a
@@ -44,8 +45,15 @@
  * nodes, Lawson-weighted toward minimax: relative errors 1.2e-9 and 2.2e-9
  * before the coefficients are rounded to float. */
 #define ERF_A 1.0f
-static const float ERF_PA[7] = {0x1.06eba8p-3f, -0x1.81273ep-2f, 0x1.ce2cf8p-4f, -0x1.b7f90ep-6f, 0x1.5405b2p-8f, -0x1.a3f7p-11f, 0x1.496a3p-14f};
-static const float ERF_PB[11] = {0x1.f5b576p-16f, 0x1.209548p-1f, 0x1.e9073cp-9f, -0x1.27cb3ep-2f, -0x1.d4b8dp-5f, 0x1.bf06e4p-1f, -0x1.7c25f8p+0f, 0x1.629f5ep+0f, -0x1.926b16p-1f, 0x1.05b9bap-2f, -0x1.2d04bcp-5f};
+static const float ERF_PA[7] = {
+    0x1.06eba8p-3f, -0x1.81273ep-2f, 0x1.ce2cf8p-4f, -0x1.b7f90ep-6f, 0x1.5405b2p-8f,
+    -0x1.a3f7p-11f, 0x1.496a3p-14f
+};
+static const float ERF_PB[11] = {
+    0x1.f5b576p-16f, 0x1.209548p-1f, 0x1.e9073cp-9f, -0x1.27cb3ep-2f, -0x1.d4b8dp-5f,
+    0x1.bf06e4p-1f, -0x1.7c25f8p+0f, 0x1.629f5ep+0f, -0x1.926b16p-1f, 0x1.05b9bap-2f,
+    -0x1.2d04bcp-5f
+};
 
 static inline uint32_t f2u(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
 static inline float u2f(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
