@@ -213,9 +213,14 @@ static double exp_shift_sum_scalar(const float *x, float m, float *y, int64_t n)
     return fold_sum(acc);
 }
 
+/* y * s in double, rounded once. When both are NaN the product is y's
+ * NaN, as MULPD's first operand: written out, because the compiler may
+ * swap the operands of a plain product. */
+static inline float scale1(float y, double s) { return y != y ? y : (float)((double)y * s); }
+
 static void scale_scalar(float *y, int64_t n, double s)
 {
-    for (int64_t i = 0; i < n; i++) y[i] = (float)((double)y[i] * s);
+    for (int64_t i = 0; i < n; i++) y[i] = scale1(y[i], s);
 }
 
 /* ---- AVX2 + FMA ---- */
@@ -398,9 +403,13 @@ VT static void scale_avx2(float *y, int64_t n, double s)
 {
     const __m256d vs = _mm256_set1_pd(s);
     int64_t i = 0;
-    for (; i + 4 <= n; i += 4)
-        _mm_storeu_ps(y + i, _mm256_cvtpd_ps(_mm256_mul_pd(_mm256_cvtps_pd(_mm_loadu_ps(y + i)), vs)));
-    for (; i < n; i++) y[i] = (float)((double)y[i] * s);   /* plain IEEE ops: same bits */
+    for (; i + 4 <= n; i += 4) {
+        __m256d v = _mm256_cvtps_pd(_mm_loadu_ps(y + i));
+        /* NaN lanes keep y's NaN (scale1): the blend, not operand order, decides */
+        __m256d p = _mm256_blendv_pd(_mm256_mul_pd(v, vs), v, _mm256_cmp_pd(v, v, _CMP_UNORD_Q));
+        _mm_storeu_ps(y + i, _mm256_cvtpd_ps(p));
+    }
+    for (; i < n; i++) y[i] = scale1(y[i], s);   /* same bits as the vector lanes */
 }
 
 static int simd_state = -1;     /* -1 unknown, 0 scalar, 1 AVX2+FMA */
