@@ -66,9 +66,11 @@ static int check_gemm(int64_t m, int64_t n, int64_t k, int64_t pad, int act, int
 
 static void test_gemm_shapes(void)
 {
-    /* tails on every side of the 8 x 32 tile and of the 64 x 256 task */
+    /* tails on every side of the 8 x 32 tile and of the 64 x 256 task;
+     * k over one packed panel of 256 steps (partial sums through C) */
     static const int64_t shapes[][3] = {{1, 1, 1}, {8, 32, 5}, {7, 33, 9}, {9, 17, 27}, {3, 16, 0},
-                                        {65, 257, 13}, {16, 300, 72}, {130, 40, 33}, {5, 1000, 3}};
+                                        {65, 257, 13}, {16, 300, 72}, {130, 40, 33}, {5, 1000, 3},
+                                        {20, 70, 600}, {65, 100, 513}, {9, 33, 256}, {3, 40, 257}};
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
         for (int act = ACT_NONE; act <= ACT_LEAKY; act++)
             check_gemm(shapes[i][0], shapes[i][1], shapes[i][2], i % 3, act, (i + act) % 2);
@@ -197,6 +199,9 @@ static void test_conv_fused(void)
         check_conv_geom("8x8 on 5-wide rows", 3, 8, 70, 5, 8, 1, k8, 1, ACT_NONE, on);
         check_conv_geom("5x5 kernel taller than the input", 2, 5, 3, 300, 5, 1, tall, 1, ACT_NONE, on);
         check_conv_geom("9x9", 2, 4, 30, 40, 9, 1, k9, 1, ACT_NONE, on);
+        /* 60 x 3 x 3 = 540 steps of k: three packed panels */
+        static const int64_t same1[4] = {1, 1, 1, 1};
+        check_conv_geom("3x3, 60 channels", 60, 19, 12, 35, 3, 1, same1, 1, ACT_RELU, on);
     }
 }
 

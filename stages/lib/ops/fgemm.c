@@ -1,12 +1,20 @@
 /* fgemm.c — parity's own float32 GEMM (see fgemm.h): an AVX-512 register
  * tile of 8 rows x 32 columns of C, A read in place (8 broadcasts per step
- * of k), B read in place one row of 32 floats per step, the bias and the
- * activation applied before the tile is stored.
+ * of k), B from a packed panel of 32 columns, the bias and the activation
+ * applied before the tile is stored.
  *
  * Why not OpenBLAS for these shapes: convolutions give GEMMs with 8-256
  * rows and thousands of columns, where OpenBLAS spends as long packing as
  * multiplying, and Debian's build picks its AVX2 kernels on this CPU. Here
- * nothing is packed: the rows of A and B are read where they lie. */
+ * only a strip of B is packed, KC steps of k at a time, into a panel that
+ * stays in L1 while every 8-row block of the task's rows goes past it: read
+ * in place, B's rows lie a whole row of B apart (a new page every step or
+ * two), and each block fetched them again from L2. The convolution packs
+ * its panel straight from the input planes (the column matrix's strip,
+ * padding zeroed), so it needs no column buffer either.
+ *
+ * Splitting k into blocks keeps every element one FMA chain in order: the
+ * partial sums go to C as float32 and come back unchanged. */
 #include <math.h>
 #include <stdlib.h>
 #include <stdatomic.h>
@@ -19,6 +27,8 @@
  * strip of B in L1 while the row panels go past it. */
 #define TILE_M 64
 #define TILE_N 256
+/* Steps of k per packed panel: 256 x 32 floats = 32 KiB, in L1 (48 KiB here). */
+#define KC 256
 
 static atomic_int enabled = 1;
 
@@ -95,20 +105,26 @@ KT static inline __m512 finish(__m512 x, __m512 bias, const fgemm_epi_t *e)
 }
 
 /* The 8 x 32 register tile, written once for both kernels: 16
- * accumulators, one step of k (B's 32 floats at bp under masks m0/m1, A's
- * 8 values of the step broadcast), and the store of rows [0, mr) under the
- * column masks s0/s1. The GEMM reads A's rows in place; the convolution,
- * which needs its registers for taps and masks, reads A packed 8 rows to
- * a panel (rows past m zero: computed, never stored). Masked loads keep
- * columns past the edge from being read. */
+ * accumulators (zero, or the partial sums in C when this is not the first
+ * panel), one step of k per 32 floats of the panel (A's 8 values of the
+ * step broadcast), and the store of rows [0, mr) under the column masks
+ * s0/s1, finished (bias, activation) after the last panel only. The GEMM
+ * reads A's rows in place; the convolution reads A packed 8 rows to a
+ * panel (rows past m zero: computed, never stored). */
 #define TILE_ACC                                                                                   \
     __m512 c00 = _mm512_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;       \
     __m512 c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00, c60 = c00, c61 = c00; \
     __m512 c70 = c00, c71 = c00
+#define ROW_LOAD(r)                                                 \
+    if (r < mr) {                                                   \
+        c##r##0 = _mm512_maskz_loadu_ps(s0, c + r * ldc);           \
+        c##r##1 = _mm512_maskz_loadu_ps(s1, c + r * ldc + 16);      \
+    }
+#define TILE_LOAD ROW_LOAD(0) ROW_LOAD(1) ROW_LOAD(2) ROW_LOAD(3) ROW_LOAD(4) ROW_LOAD(5) ROW_LOAD(6) ROW_LOAD(7)
 /* A(r) names row r's value of this step: a##r[p] in place, ap[r] packed. */
-#define TILE_STEP(bp, m0, m1, A)                                                                   \
+#define TILE_STEP(bp, A)                                                                           \
     do {                                                                                           \
-        __m512 b0 = _mm512_maskz_loadu_ps(m0, bp), b1 = _mm512_maskz_loadu_ps(m1, (bp) + 16), t;   \
+        __m512 b0 = _mm512_load_ps(bp), b1 = _mm512_load_ps((bp) + 16), t;                         \
         ROW_FMA(0, A) ROW_FMA(1, A) ROW_FMA(2, A) ROW_FMA(3, A)                                    \
         ROW_FMA(4, A) ROW_FMA(5, A) ROW_FMA(6, A) ROW_FMA(7, A)                                    \
     } while (0)
@@ -126,9 +142,13 @@ KT static inline __m512 finish(__m512 x, __m512 bias, const fgemm_epi_t *e)
 #define A_PACKED(r) ap[r]
 #define ROW_STORE(r)                                                                   \
     if (r < mr) {                                                                      \
-        __m512 bv = _mm512_set1_ps(bias ? bias[r] : 0.0f);                             \
-        _mm512_mask_storeu_ps(c + r * ldc, s0, finish(c##r##0, bv, e));                \
-        if (s1) _mm512_mask_storeu_ps(c + r * ldc + 16, s1, finish(c##r##1, bv, e));   \
+        if (last) {                                                                    \
+            __m512 bv = _mm512_set1_ps(bias ? bias[r] : 0.0f);                         \
+            c##r##0 = finish(c##r##0, bv, e);                                          \
+            c##r##1 = finish(c##r##1, bv, e);                                          \
+        }                                                                              \
+        _mm512_mask_storeu_ps(c + r * ldc, s0, c##r##0);                               \
+        if (s1) _mm512_mask_storeu_ps(c + r * ldc + 16, s1, c##r##1);                  \
     }
 #define TILE_STORE ROW_STORE(0) ROW_STORE(1) ROW_STORE(2) ROW_STORE(3) ROW_STORE(4) ROW_STORE(5) ROW_STORE(6) ROW_STORE(7)
 
@@ -155,15 +175,29 @@ static float *pack_a(int64_t m, int64_t k, const float *a, int64_t lda)
 static inline __mmask16 lanes_lo(int nr) { return nr >= 16 ? 0xFFFF : (__mmask16)((1u << nr) - 1); }
 static inline __mmask16 lanes_hi(int nr) { return nr >= 32 ? 0xFFFF : nr > 16 ? (__mmask16)((1u << (nr - 16)) - 1) : 0; }
 
-/* GEMM tile: B row p at b + p * ldb. */
-KT static void kernel_8x32(int64_t k, const float *a, int64_t lda, int mr, const float *b, int64_t ldb, int nr,
-                           float *c, int64_t ldc, const float *bias, const fgemm_epi_t *e)
+/* Each thread's panel: KC steps of 32 floats, 64-byte aligned. */
+static _Thread_local float panel[KC * 32] __attribute__((aligned(64)));
+
+/* GEMM tile: kc steps from the panel, A's rows in place from column p0. */
+KT static void kernel_8x32(int64_t kc, const float *a, int64_t lda, int mr, const float *bp, int nr, float *c,
+                           int64_t ldc, int first, int last, const float *bias, const fgemm_epi_t *e)
 {
     TILE_ROWS;
     TILE_ACC;
     __mmask16 s0 = lanes_lo(nr), s1 = lanes_hi(nr);
-    for (int64_t p = 0; p < k; p++) TILE_STEP(b + p * ldb, s0, s1, A_INPLACE);
+    if (!first) { TILE_LOAD }
+    for (int64_t p = 0; p < kc; p++, bp += 32) TILE_STEP(bp, A_INPLACE);
     TILE_STORE
+}
+
+/* B's rows [p0, p0 + kc), columns [col, col + nr) into the panel, zero past nr. */
+KT static void pack_b(const float *b, int64_t ldb, int64_t kc, int nr, float *dst)
+{
+    __mmask16 s0 = lanes_lo(nr), s1 = lanes_hi(nr);
+    for (int64_t p = 0; p < kc; p++, b += ldb, dst += 32) {
+        _mm512_store_ps(dst, _mm512_maskz_loadu_ps(s0, b));
+        _mm512_store_ps(dst + 16, _mm512_maskz_loadu_ps(s1, b + 16));
+    }
 }
 
 typedef struct fgemm_job {
@@ -180,10 +214,14 @@ KT static void fgemm_tile(void *ctx, int64_t t)
     int64_t i1 = i0 + TILE_M < j->m ? i0 + TILE_M : j->m, j1 = j0 + TILE_N < j->n ? j0 + TILE_N : j->n;
     for (int64_t col = j0; col < j1; col += 32) {
         int nr = j1 - col < 32 ? (int)(j1 - col) : 32;
-        for (int64_t row = i0; row < i1; row += 8) {
-            int mr = i1 - row < 8 ? (int)(i1 - row) : 8;
-            kernel_8x32(j->k, j->a + row * j->lda, j->lda, mr, j->b + col, j->ldb, nr, j->c + row * j->ldc + col,
-                        j->ldc, j->e.bias ? j->e.bias + row : NULL, &j->e);
+        for (int64_t p0 = 0; p0 < j->k || p0 == 0; p0 += KC) {
+            int64_t kc = j->k - p0 < KC ? j->k - p0 : KC;
+            pack_b(j->b + p0 * j->ldb + col, j->ldb, kc, nr, panel);
+            for (int64_t row = i0; row < i1; row += 8) {
+                int mr = i1 - row < 8 ? (int)(i1 - row) : 8;
+                kernel_8x32(kc, j->a + row * j->lda + p0, j->lda, mr, panel, nr, j->c + row * j->ldc + col, j->ldc,
+                            p0 == 0, p0 + KC >= j->k, j->e.bias ? j->e.bias + row : NULL, &j->e);
+            }
         }
     }
 }
@@ -201,21 +239,14 @@ void fgemm(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const f
     pool_for((m + TILE_M - 1) / TILE_M * j.tiles_n, fgemm_tile, &j);
 }
 
-/* Convolution tile: B row (ch, tap) is input plane ch shifted by the tap's
- * offset, under the strip's mask of that tap (zero where the tap reads the
- * padding). Addresses under a cleared lane may lie outside the input; the
- * masked load never touches them, and they are formed as integers. */
-KT static void kernel_conv_8x32(int64_t cg, int taps, const int64_t *tapoff, const __mmask16 *mk, const float *ap,
-                                int mr, const float *x, int64_t plane, int nr, float *c, int64_t ldc,
-                                const float *bias, const fgemm_epi_t *e)
+/* Convolution tile: kc steps from the panel, A packed (8 values a step). */
+KT static void kernel_conv_8x32(int64_t kc, const float *ap, int mr, const float *bp, int nr, float *c, int64_t ldc,
+                                int first, int last, const float *bias, const fgemm_epi_t *e)
 {
     TILE_ACC;
     __mmask16 s0 = lanes_lo(nr), s1 = lanes_hi(nr);
-    for (int64_t ch = 0; ch < cg; ch++) {
-        uintptr_t xc = (uintptr_t)(x + ch * plane);
-        for (int t = 0; t < taps; t++, ap += 8)
-            TILE_STEP((const float *)(xc + (uintptr_t)tapoff[t] * sizeof(float)), mk[2 * t], mk[2 * t + 1], A_PACKED);
-    }
+    if (!first) { TILE_LOAD }
+    for (int64_t p = 0; p < kc; p++, ap += 8, bp += 32) TILE_STEP(bp, A_PACKED);
     TILE_STORE
 }
 
@@ -249,6 +280,28 @@ static void strip_masks(const fconv_geom_t *g, int64_t j0, int nr, __mmask16 *mk
         }
 }
 
+/* The column matrix's rows [p0, p0 + kc) for the strip at x (row p = ch *
+ * taps + tap is input plane ch shifted by the tap's offset) into the
+ * panel, under the strip's mask of each tap: zero where the tap reads the
+ * padding. Addresses under a cleared lane may lie outside the input; the
+ * masked load never touches them, and they are formed as integers. */
+KT static void pack_taps(const float *x, int64_t plane, int taps, const int64_t *tapoff, const __mmask16 *mk,
+                         int64_t p0, int64_t kc, float *dst)
+{
+    int64_t ch = p0 / taps;
+    int t = (int)(p0 % taps);
+    uintptr_t xc = (uintptr_t)(x + ch * plane);
+    for (int64_t p = 0; p < kc; p++, dst += 32) {
+        const float *src = (const float *)(xc + (uintptr_t)tapoff[t] * sizeof(float));
+        _mm512_store_ps(dst, _mm512_maskz_loadu_ps(mk[2 * t], src));
+        _mm512_store_ps(dst + 16, _mm512_maskz_loadu_ps(mk[2 * t + 1], src + 16));
+        if (++t == taps) {
+            t = 0;
+            xc += (uintptr_t)plane * sizeof(float);
+        }
+    }
+}
+
 KT static void fconv_tile(void *ctx, int64_t t)
 {
     const fconv_job_t *j = ctx;
@@ -263,10 +316,14 @@ KT static void fconv_tile(void *ctx, int64_t t)
     for (int64_t col = j0; col < j1; col += 32) {
         int nr = j1 - col < 32 ? (int)(j1 - col) : 32;
         strip_masks(g, col, nr, mk);
-        for (int64_t row = i0; row < i1; row += 8) {
-            int mr = i1 - row < 8 ? (int)(i1 - row) : 8;
-            kernel_conv_8x32(g->cin, taps, tapoff, mk, j->w + row * k, mr, j->x + col, plane, nr,
-                             j->y + row * j->n + col, j->n, j->e.bias ? j->e.bias + row : NULL, &j->e);
+        for (int64_t p0 = 0; p0 < k || p0 == 0; p0 += KC) {
+            int64_t kc = k - p0 < KC ? k - p0 : KC;
+            pack_taps(j->x + col, plane, taps, tapoff, mk, p0, kc, panel);
+            for (int64_t row = i0; row < i1; row += 8) {
+                int mr = i1 - row < 8 ? (int)(i1 - row) : 8;
+                kernel_conv_8x32(kc, j->w + row * k + p0 * 8, mr, panel, nr, j->y + row * j->n + col, j->n, p0 == 0,
+                                 p0 + KC >= k, j->e.bias ? j->e.bias + row : NULL, &j->e);
+            }
         }
     }
 }
