@@ -29,20 +29,33 @@ static struct {
     atomic_ullong generation;          /* a new job: fields below are set before it moves */
     void (*fn)(void *, int64_t);
     void *ctx;
-    int64_t n;
-    atomic_llong next;
+    int parts;                         /* ranges the job's tasks are cut into */
+    struct {
+        _Alignas(64) atomic_llong next;   /* own cache line: taken from by every thread */
+        int64_t end;
+    } range[POOL_MAX];
     atomic_int busy;                   /* workers not yet finished with the job */
 } P = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, PTHREAD_COND_INITIALIZER, .nthreads = 1};
 
 static _Thread_local int in_task;
 
-static void run_tasks(void)
+/* Thread `self` (0 the caller, workers 1..) takes the tasks of its own
+ * range first, in order, then what is left of the others'. Why ranges:
+ * consecutive layers then give a thread the same part of the tensors
+ * (the same rows, the same spatial strips), which its own L2 still holds
+ * from the layer before; handing out indices from one counter scattered
+ * them over both cores' caches. Stealing keeps a slow thread from holding
+ * the job up. Which thread runs a task never changes its result. */
+static void run_tasks(int self)
 {
     in_task = 1;
-    for (;;) {
-        int64_t i = atomic_fetch_add(&P.next, 1);
-        if (i >= P.n) break;
-        P.fn(P.ctx, i);
+    for (int k = 0; k < P.parts; k++) {
+        int r = (self + k) % P.parts;
+        for (;;) {
+            int64_t i = atomic_fetch_add(&P.range[r].next, 1);
+            if (i >= P.range[r].end) break;
+            P.fn(P.ctx, i);
+        }
     }
     in_task = 0;
 }
@@ -89,7 +102,7 @@ static int job_finished(const void *unused)
 
 static void *worker(void *arg)
 {
-    (void)arg;
+    int self = (int)(intptr_t)arg;
     /* the generation before the first job this worker takes part in:
      * pool_set_threads waits for this, so no job can start in between */
     pthread_mutex_lock(&P.mu);
@@ -106,7 +119,7 @@ static void *worker(void *arg)
             pthread_mutex_unlock(&P.mu);
         }
         seen = atomic_load_explicit(&P.generation, memory_order_acquire);
-        run_tasks();
+        run_tasks(self);
         if (atomic_fetch_sub_explicit(&P.busy, 1, memory_order_acq_rel) == 1) {
             pthread_mutex_lock(&P.mu);   /* the caller may be asleep on done */
             pthread_cond_signal(&P.done);
@@ -122,7 +135,7 @@ void pool_set_threads(int threads)
     if (threads > POOL_MAX) threads = POOL_MAX;
     pthread_mutex_lock(&P.mu);
     while (P.started < threads - 1) {
-        if (pthread_create(&P.tid[P.started], NULL, worker, NULL) != 0) break;
+        if (pthread_create(&P.tid[P.started], NULL, worker, (void *)(intptr_t)(P.started + 1)) != 0) break;
         pthread_detach(P.tid[P.started]);
         P.started++;
     }
@@ -147,16 +160,19 @@ void pool_for(int64_t n, void (*fn)(void *ctx, int64_t i), void *ctx)
      * fields are free to set */
     P.fn = fn;
     P.ctx = ctx;
-    P.n = n;
-    atomic_store(&P.next, 0);
-    /* only nthreads-1 workers are needed; extra started workers also wake
-     * but find no task left more often than not: harmless */
+    /* every started worker wakes and takes part (more than nthreads-1 only
+     * after the count was lowered: harmless) */
+    P.parts = P.started + 1;
+    for (int r = 0; r < P.parts; r++) {
+        atomic_store(&P.range[r].next, n * r / P.parts);
+        P.range[r].end = n * (r + 1) / P.parts;
+    }
     atomic_store(&P.busy, P.started);
     pthread_mutex_lock(&P.mu);
     atomic_fetch_add_explicit(&P.generation, 1, memory_order_release);
     if (P.sleepers) pthread_cond_broadcast(&P.wake);
     pthread_mutex_unlock(&P.mu);
-    run_tasks();
+    run_tasks(0);
     if (!spin_until(job_finished, NULL)) {
         pthread_mutex_lock(&P.mu);
         while (!job_finished(NULL)) pthread_cond_wait(&P.done, &P.mu);
