@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include "engine/build.h"
+#include "ops/blas.h"
 
 static const char usage[] =
     "usage: build-engine MODEL.onnx -o ENGINE [options]\n"
@@ -53,6 +54,9 @@ int main(int argc, char **argv)
     if (optind != argc - 1) die_usage("build-engine", "expected exactly one MODEL.onnx");
     if (!out) die_usage("build-engine", "missing -o ENGINE");
 
+    /* constants are folded with the kernels infer uses, OpenBLAS single-threaded
+     * as there, so the engine's bytes do not depend on this machine's cores */
+    blas_single_thread();
     perr_t e = {0};
     engine_meta_t m;
     graph_t *g = engine_build(argv[optind], &o, &m, &e);

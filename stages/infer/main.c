@@ -10,13 +10,13 @@
  * Outputs are identical for any thread count. Each output folder appears
  * only when complete.
  */
-#include <cblas.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "engine/engine.h"
 #include "engine/exec.h"
+#include "ops/blas.h"
 #include "run.h"
 #include "util/pool.h"
 
@@ -67,7 +67,7 @@ int main(int argc, char **argv)
     if (job.runs < 1) die_usage("infer", "--runs must be at least 1");
     /* OpenBLAS stays single-threaded: parity's pool splits work into tiles
      * that do not depend on the thread count (ops/blas.c) */
-    openblas_set_num_threads(1);
+    blas_single_thread();
     pool_set_threads(xo.threads);
 
     perr_t e = {0};

@@ -10,6 +10,20 @@
 #include "ops/fgemm.h"
 #include "util/pool.h"
 
+/* OpenBLAS's pthread build starts its worker threads when it is loaded
+ * and lets them spin (sched_yield) for about 2^28 cycles before they
+ * sleep: a tenth of a second of a second core taken at the start of every
+ * process, under parity's own workers. Setting one thread does not stop
+ * them; its thread shutdown does. Weak: other OpenBLAS builds (serial,
+ * OpenMP) do not have it, and need nothing. */
+extern int blas_thread_shutdown_(void) __attribute__((weak));
+
+void blas_single_thread(void)
+{
+    openblas_set_num_threads(1);
+    if (blas_thread_shutdown_) blas_thread_shutdown_();
+}
+
 /* Problems smaller than this many multiply-adds run as one call. */
 #define SPLIT_MIN_MACS ((int64_t)1 << 21)
 #define TILE 128
