@@ -199,6 +199,16 @@ static void test_conv_fused(void)
         check_conv_geom("8x8 on 5-wide rows", 3, 8, 70, 5, 8, 1, k8, 1, ACT_NONE, on);
         check_conv_geom("5x5 kernel taller than the input", 2, 5, 3, 300, 5, 1, tall, 1, ACT_NONE, on);
         check_conv_geom("9x9", 2, 4, 30, 40, 9, 1, k9, 1, ACT_NONE, on);
+        /* the implicit GEMM's gathering strips (strided, or output rows
+         * narrower than the input's; 32 output channels or more, 256
+         * output positions or more): stride 2 with uneven pads, stride 3
+         * with dilation 2, a 7x7 stride-2 stem, 1x1 stride 2, no padding */
+        static const int64_t s2pads[4] = {0, 1, 1, 0}, stem[4] = {3, 3, 3, 3}, none[4] = {0, 0, 0, 0};
+        check_conv_geom("3x3 stride 2 pads 0,1,1,0", 6, 33, 37, 41, 3, 2, s2pads, 1, ACT_RELU, on);
+        check_conv_geom("3x3 stride 3 dilation 2", 5, 40, 61, 59, 3, 3, uneven, 2, ACT_NONE, on);
+        check_conv_geom("7x7 stride 2 stem", 3, 34, 40, 50, 7, 2, stem, 1, ACT_CLIP, on);
+        check_conv_geom("1x1 stride 2", 9, 32, 32, 34, 1, 2, none, 1, ACT_LEAKY, on);
+        check_conv_geom("3x3 valid, rows narrower", 4, 36, 20, 45, 3, 1, none, 1, ACT_NONE, on);
         /* 60 x 3 x 3 = 540 steps of k: three packed panels */
         static const int64_t same1[4] = {1, 1, 1, 1};
         check_conv_geom("3x3, 60 channels", 60, 19, 12, 35, 3, 1, same1, 1, ACT_RELU, on);

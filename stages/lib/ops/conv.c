@@ -396,19 +396,26 @@ static void run_cols(dtype_t dt, const nn_geom_t *g, int64_t channels, int64_t r
     nn_parallel(channels, per >= 65536 ? 1 : 65536 / (per ? per : 1), cols_channels, &j);
 }
 
-/* A same-width stride-1 2-D convolution on the implicit-GEMM kernel: the
- * kernel reads the input planes where they lie (no column buffer), with
- * the same sums as the GEMM over im2col's columns. 0 where it cannot, or
- * where the output plane is so small that packing the weights (which the
- * kernel needs) costs more than the column buffer saves. */
+/* A 2-D convolution on the implicit-GEMM kernel: the kernel packs the
+ * column matrix a strip at a time straight from the input planes (no
+ * column buffer), with the same sums as the GEMM over im2col's columns.
+ * 0 where it cannot, or where im2col + GEMM measured faster: an output
+ * plane so small that packing the weights (which the kernel needs) costs
+ * more than the column buffer saves, and strips that must be gathered
+ * (strides, output rows narrower than the input's) for fewer than
+ * GATHER_MIN_M output channels, too few to repay the gathers (RT-DETR's
+ * 3-channel stem: 0.92 ms through im2col, 1.07 gathered). */
 #define DIRECT_MIN_COLS 256
+#define GATHER_MIN_M 32
 
-static int conv_rows_direct(const nn_geom_t *g, const conv_plan_t *p, const float *w, const float *x, float *y,
-                            const fgemm_epi_t *epi)
+static int conv_implicit(const nn_geom_t *g, const conv_plan_t *p, const float *w, const float *x, float *y,
+                         const fgemm_epi_t *epi)
 {
-    if (!rows_contiguous(g) || g->k[1] > FCONV_MAX_K || g->k[2] > FCONV_MAX_K) return 0;
+    if (g->k[0] != 1 || g->in[0] != 1 || g->out[0] != 1 || g->k[1] > FCONV_MAX_K || g->k[2] > FCONV_MAX_K) return 0;
     if (g->out[1] * g->out[2] < DIRECT_MIN_COLS) return 0;
-    fconv_geom_t fg = {p->cg, g->in[1], g->in[2], g->out[1], (int)g->k[1], (int)g->k[2], {0}, {0}};
+    if (!rows_contiguous(g) && p->mg < GATHER_MIN_M) return 0;
+    fconv_geom_t fg = {p->cg, g->in[1], g->in[2], g->out[1], g->out[2], (int)g->k[1], (int)g->k[2],
+                       (int)g->s[1], (int)g->s[2], {0}, {0}};
     for (int i = 0; i < fg.kh; i++) fg.dh[i] = i * g->d[1] - g->pb[1];
     for (int j = 0; j < fg.kw; j++) fg.dw[j] = j * g->d[2] - g->pb[2];
     return fconv_rows(p->mg, &fg, w, x, y, epi) == 0;
@@ -447,7 +454,7 @@ static int conv_bands(op_ctx_t *c, const conv_plan_t *p, int transposed)
             const char *wg = w + gi * p->mg * p->cg * p->kvol * es;
             char *yg = y + (n * p->m + gi * p->mg) * p->osz * es;
             epi.bias = bt ? (const float *)bt->data + gi * p->mg : NULL;
-            if (own && !pointwise && conv_rows_direct(&p->g, p, (const float *)wg, (const float *)xg, (float *)yg, &epi))
+            if (own && !pointwise && conv_implicit(&p->g, p, (const float *)wg, (const float *)xg, (float *)yg, &epi))
                 continue;
             if (pointwise && own) {
                 fgemm(p->mg, p->osz, ck, (const float *)wg, ck, (const float *)xg, p->isz, (float *)yg, p->osz, &epi);

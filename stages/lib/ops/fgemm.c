@@ -258,19 +258,24 @@ typedef struct fconv_job {
     fgemm_epi_t e;
 } fconv_job_t;
 
-/* Masks of one 32-wide strip of output positions [j0, j0 + nr): lane l of
- * tap (i, j) is set where output (r, o) = divmod(j0 + l, w) reads an input
- * element, (r + dh[i], o + dw[j]) inside the input. */
-static void strip_masks(const fconv_geom_t *g, int64_t j0, int nr, __mmask16 *mk)
+/* One 32-wide strip of output positions [j0, j0 + nr): each lane's input
+ * offset before the tap's shift, (r*sh)*w + o*sw for (r, o) = divmod(j0 +
+ * l, ow), and the masks of each tap: lane l of tap (i, j) is set where
+ * the tap reads inside the input, (r*sh + dh[i], o*sw + dw[j]) in h x w.
+ * Lanes past nr stay clear. */
+static void strip_setup(const fconv_geom_t *g, int64_t j0, int nr, int32_t *base, __mmask16 *mk)
 {
     uint32_t rows[FCONV_MAX_K] = {0}, cols[FCONV_MAX_K] = {0};
-    int64_t r = j0 / g->w, o = j0 % g->w;
+    int64_t r = j0 / g->ow, o = j0 % g->ow;
+    for (int l = 0; l < 32; l++) base[l] = 0;
     for (int l = 0; l < nr; l++) {
+        int64_t ir = r * g->sh, ic = o * g->sw;
+        base[l] = (int32_t)(ir * g->w + ic);
         for (int i = 0; i < g->kh; i++)
-            if (r + g->dh[i] >= 0 && r + g->dh[i] < g->h) rows[i] |= 1u << l;
+            if (ir + g->dh[i] >= 0 && ir + g->dh[i] < g->h) rows[i] |= 1u << l;
         for (int j = 0; j < g->kw; j++)
-            if (o + g->dw[j] >= 0 && o + g->dw[j] < g->w) cols[j] |= 1u << l;
-        if (++o == g->w) { o = 0; r++; }
+            if (ic + g->dw[j] >= 0 && ic + g->dw[j] < g->w) cols[j] |= 1u << l;
+        if (++o == g->ow) { o = 0; r++; }
     }
     for (int i = 0; i < g->kh; i++)
         for (int j = 0; j < g->kw; j++) {
@@ -280,21 +285,34 @@ static void strip_masks(const fconv_geom_t *g, int64_t j0, int nr, __mmask16 *mk
         }
 }
 
-/* The column matrix's rows [p0, p0 + kc) for the strip at x (row p = ch *
- * taps + tap is input plane ch shifted by the tap's offset) into the
- * panel, under the strip's mask of each tap: zero where the tap reads the
- * padding. Addresses under a cleared lane may lie outside the input; the
- * masked load never touches them, and they are formed as integers. */
+/* The column matrix's rows [p0, p0 + kc) for one strip (row p = ch * taps
+ * + tap is input plane ch shifted by the tap's offset) into the panel,
+ * under the strip's mask of each tap: zero where the tap reads the
+ * padding. A strip of a stride-1 convolution whose output rows are as wide
+ * as the input's reads consecutive elements (contiguous: masked loads at
+ * x + base[0]); any other strip gathers through the lane offsets. Lanes
+ * under a cleared mask bit are never read: their addresses may lie outside
+ * the input, so they are formed as integers. */
 KT static void pack_taps(const float *x, int64_t plane, int taps, const int64_t *tapoff, const __mmask16 *mk,
-                         int64_t p0, int64_t kc, float *dst)
+                         const int32_t *base, int contiguous, int64_t p0, int64_t kc, float *dst)
 {
     int64_t ch = p0 / taps;
     int t = (int)(p0 % taps);
     uintptr_t xc = (uintptr_t)(x + ch * plane);
+    __m512i b0 = _mm512_loadu_si512(base), b1 = _mm512_loadu_si512(base + 16);
     for (int64_t p = 0; p < kc; p++, dst += 32) {
-        const float *src = (const float *)(xc + (uintptr_t)tapoff[t] * sizeof(float));
-        _mm512_store_ps(dst, _mm512_maskz_loadu_ps(mk[2 * t], src));
-        _mm512_store_ps(dst + 16, _mm512_maskz_loadu_ps(mk[2 * t + 1], src + 16));
+        if (contiguous) {
+            const float *src = (const float *)(xc + (uintptr_t)(base[0] + tapoff[t]) * sizeof(float));
+            _mm512_store_ps(dst, _mm512_maskz_loadu_ps(mk[2 * t], src));
+            _mm512_store_ps(dst + 16, _mm512_maskz_loadu_ps(mk[2 * t + 1], src + 16));
+        } else {
+            __m512i off = _mm512_set1_epi32((int32_t)tapoff[t]);
+            const float *pl = (const float *)xc;
+            _mm512_store_ps(dst, _mm512_mask_i32gather_ps(_mm512_setzero_ps(), mk[2 * t],
+                                                          _mm512_add_epi32(b0, off), pl, 4));
+            _mm512_store_ps(dst + 16, _mm512_mask_i32gather_ps(_mm512_setzero_ps(), mk[2 * t + 1],
+                                                               _mm512_add_epi32(b1, off), pl, 4));
+        }
         if (++t == taps) {
             t = 0;
             xc += (uintptr_t)plane * sizeof(float);
@@ -307,18 +325,20 @@ KT static void fconv_tile(void *ctx, int64_t t)
     const fconv_job_t *j = ctx;
     const fconv_geom_t *g = j->g;
     int taps = g->kh * g->kw;
+    int contiguous = g->sh == 1 && g->sw == 1 && g->ow == g->w;
     int64_t k = g->cin * taps, plane = g->h * g->w, tapoff[FCONV_MAX_K * FCONV_MAX_K];
     __mmask16 mk[2 * FCONV_MAX_K * FCONV_MAX_K];
+    int32_t base[32];
     for (int i = 0; i < g->kh; i++)
         for (int q = 0; q < g->kw; q++) tapoff[i * g->kw + q] = g->dh[i] * g->w + g->dw[q];
     int64_t i0 = t / j->tiles_n * TILE_M, j0 = t % j->tiles_n * TILE_N;
     int64_t i1 = i0 + TILE_M < j->m ? i0 + TILE_M : j->m, j1 = j0 + TILE_N < j->n ? j0 + TILE_N : j->n;
     for (int64_t col = j0; col < j1; col += 32) {
         int nr = j1 - col < 32 ? (int)(j1 - col) : 32;
-        strip_masks(g, col, nr, mk);
+        strip_setup(g, col, nr, base, mk);
         for (int64_t p0 = 0; p0 < k || p0 == 0; p0 += KC) {
             int64_t kc = k - p0 < KC ? k - p0 : KC;
-            pack_taps(j->x + col, plane, taps, tapoff, mk, p0, kc, panel);
+            pack_taps(j->x, plane, taps, tapoff, mk, base, contiguous, p0, kc, panel);
             for (int64_t row = i0; row < i1; row += 8) {
                 int mr = i1 - row < 8 ? (int)(i1 - row) : 8;
                 kernel_conv_8x32(kc, j->w + row * k + p0 * 8, mr, panel, nr, j->y + row * j->n + col, j->n, p0 == 0,
@@ -331,7 +351,8 @@ KT static void fconv_tile(void *ctx, int64_t t)
 int fconv_rows(int64_t m, const fconv_geom_t *g, const float *w, const float *x, float *y, const fgemm_epi_t *epi)
 {
     if (!fgemm_available() || g->kh < 1 || g->kw < 1 || g->kh > FCONV_MAX_K || g->kw > FCONV_MAX_K) return -1;
-    int64_t n = g->oh * g->w;
+    if (g->sh < 1 || g->sw < 1 || g->h * g->w > INT32_MAX / 2) return -1;   /* gather offsets are int32 */
+    int64_t n = g->oh * g->ow;
     if (m <= 0 || n <= 0) return 0;
     float *pw = pack_a(m, g->cin * g->kh * g->kw, w, g->cin * g->kh * g->kw);
     fconv_job_t j = {m, n, (n + TILE_N - 1) / TILE_N, g, pw, x, y, {0}};

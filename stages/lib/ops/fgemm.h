@@ -31,18 +31,17 @@ int fgemm_epi_supported(int act);
 void fgemm(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const float *b, int64_t ldb, float *c,
            int64_t ldc, const fgemm_epi_t *epi);
 
-/* Convolution as an implicit GEMM (no column buffer), for stride 1 with
- * output rows as wide as the input's (w): for output channel i < m and
- * output position (r, o), r < oh, o < w,
- *   y[i][r*w + o] = sum over ch < cin, a < kh, b < kw of
- *                   w[i][(ch*kh + a)*kw + b] * x[ch][r + dh[a]][o + dw[b]]
+/* A 2-D convolution as an implicit GEMM (no column buffer): for output
+ * channel i < m and output position (r, o), r < oh, o < ow,
+ *   y[i][r*ow + o] = sum over ch < cin, a < kh, b < kw of
+ *                    w[i][(ch*kh + a)*kw + b] * x[ch][r*sh + dh[a]][o*sw + dw[b]]
  * with x zero outside its h x w planes; then the epilogue. The sum runs in
  * the order of the weights, one FMA chain, as fgemm over the column
  * matrix. Returns -1 (nothing done) where the kernel cannot run. */
 #define FCONV_MAX_K 8
 typedef struct fconv_geom {
-    int64_t cin, h, w, oh;
-    int kh, kw;
+    int64_t cin, h, w, oh, ow;
+    int kh, kw, sh, sw;
     int64_t dh[FCONV_MAX_K], dw[FCONV_MAX_K];   /* input offset of each kernel row / column */
 } fconv_geom_t;
 int fconv_rows(int64_t m, const fconv_geom_t *g, const float *w, const float *x, float *y, const fgemm_epi_t *epi);
