@@ -132,4 +132,35 @@ ok(r3 is not None and r1 is not None and r3["y"].tobytes() == r1["y"].tobytes() 
    "--dump all writes intermediates and leaves the output bit-identical", e3)
 ref = np.tanh(x.astype(np.float64) @ numpy_helper.to_array(W1).astype(np.float64)) @ numpy_helper.to_array(W2).astype(np.float64)
 ok(r1 is not None and np.allclose(r1["y"], ref, rtol=1e-4, atol=1e-4), "MatMul-Tanh-MatMul agrees with float64 numpy")
+
+# 5. views share their input's bytes in the memory plan (Reshape, Unsqueeze,
+# Flatten, Identity): the input is read again after the views are done, a
+# view of a view feeds a graph output, and a view's output is read twice
+rng = np.random.default_rng(11)
+nodes = [helper.make_node("Relu", ["x"], ["a"]),
+         helper.make_node("Reshape", ["a", "s64"], ["v"]),
+         helper.make_node("Unsqueeze", ["v", "ax0"], ["u"]),
+         helper.make_node("Neg", ["u"], ["b"]),
+         helper.make_node("Flatten", ["b"], ["bf"], axis=2),
+         helper.make_node("Reshape", ["bf", "s46"], ["b46"]),
+         helper.make_node("Add", ["b46", "a"], ["y"]),          # a read after its views
+         helper.make_node("Identity", ["v"], ["w"]),
+         helper.make_node("Mul", ["w", "v"], ["z"]),            # v read twice, through a view too
+         helper.make_node("Sub", ["z", "w"], ["d"]),            # ... and after z is written
+         helper.make_node("Reshape", ["d", "s46"], ["z46"])]    # a view as a graph output
+inits = [numpy_helper.from_array(np.array([6, 4], np.int64), "s64"),
+         numpy_helper.from_array(np.array([4, 6], np.int64), "s46"),
+         numpy_helper.from_array(np.array([0], np.int64), "ax0")]
+g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 6])],
+                      [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 6]),
+                       helper.make_tensor_value_info("z46", TensorProto.FLOAT, [4, 6])], inits)
+m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+x = rng.standard_normal((4, 6)).astype(np.float32)
+a = np.maximum(x, 0)
+res, layers, err = build_and_run("views", m, {"x": x})
+ok(res is not None and np.array_equal(res["y"], np.zeros_like(a)) and np.array_equal(res["z46"], (a * a - a).reshape(4, 6)),
+   "views sharing bytes: every reader sees the right values", err)
+r2, _, e2 = build_and_run("views2", m, {"x": x}, infer_args=("--dump", "all", "--threads", "2"))
+ok(r2 is not None and np.array_equal(r2["v"], a.reshape(6, 4)) and np.array_equal(r2["b"], -a.reshape(1, 6, 4))
+   and r2["z46"].tobytes() == res["z46"].tobytes(), "views: --dump all writes each view with its own shape", e2)
 done()

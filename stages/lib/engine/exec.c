@@ -65,6 +65,16 @@ static char *arena_new(const graph_t *g, int64_t *size)
     return end ? aligned_alloc(64, (size_t)end) : NULL;
 }
 
+/* A view's output shares its input's bytes in the plan (graph_plan_memory).
+ * With reference inputs the view reads a reference tensor instead, and
+ * writing that into the shared bytes would change what the input's other
+ * readers see: such an output gets bytes of its own. */
+static int view_detached(const graph_t *g, const node_t *n, int k, const exec_opts_t *o)
+{
+    if (!o || !o->reference || k != 0 || !n->op || !n->op->view || n->in[0] < 0) return 0;
+    return g->vals[n->in[0]].offset == g->vals[n->out[0]].offset;
+}
+
 void exec_opts_release(exec_opts_t *o)
 {
     free(o->arena);
@@ -103,7 +113,7 @@ int exec_run(const graph_t *g, const tensor_set_t *in, const exec_opts_t *o, ten
         for (int k = 0; k < n->n_out; k++) {
             int v = n->out[k];
             outs[k] = v >= 0 ? &owned[v] : NULL;
-            if (v >= 0 && arena && g->vals[v].offset >= 0 && g->vals[v].shape_known) {
+            if (v >= 0 && arena && g->vals[v].offset >= 0 && g->vals[v].shape_known && !view_detached(g, n, k, o)) {
                 tensor_free_data(&owned[v]);
                 owned[v].data = arena + g->vals[v].offset;
                 owned[v].owns = 0;

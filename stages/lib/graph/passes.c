@@ -141,21 +141,62 @@ static int cmp_offset(const void *a, const void *b)
     return x->off < y->off ? -1 : x->off > y->off;
 }
 
+static int plannable(const value_t *v)
+{
+    return v->kind == VAL_ACTIVATION && v->shape_known && v->producer >= 0;
+}
+
+/* root[v]: the value whose bytes v uses. A view node's output (Reshape,
+ * Squeeze, ...) takes its input's bytes when both are planned, the sizes
+ * match, and the node changes no byte on the way: it casts no input at a
+ * precision boundary, applies no fused activation, and rounds to the same
+ * storage type as the input's producer (rounding again in place changes
+ * nothing). Its kernel then copies nothing. */
+static void find_views(const graph_t *g, int *root)
+{
+    for (int i = 0; i < g->n_vals; i++) root[i] = i;
+    for (int i = 0; i < g->n_nodes; i++) {
+        const node_t *n = &g->nodes[i];
+        if (!n->op || !n->op->view || n->n_in < 1 || n->n_out < 1) continue;
+        int x = n->in[0], y = n->out[0];
+        if (x < 0 || y < 0 || !plannable(&g->vals[x]) || !plannable(&g->vals[y])) continue;
+        if (tensor_nbytes(&g->vals[x].t) != tensor_nbytes(&g->vals[y].t)) continue;
+        if ((n->round_inputs & 1) || n->act != ACT_NONE) continue;
+        if (g->nodes[g->vals[x].producer].storage != n->storage) continue;
+        root[y] = root[x];
+    }
+}
+
+static int lifetime_end(const value_t *v)
+{
+    return v->last_use < 0 ? v->producer : v->last_use;
+}
+
 int64_t graph_plan_memory(graph_t *g)
 {
     graph_index(g);
     interval_t *iv = xcalloc(g->n_vals + 1, sizeof *iv);
+    int *root = xcalloc(g->n_vals + 1, sizeof *root), *slot = xcalloc(g->n_vals + 1, sizeof *slot);
+    find_views(g, root);
     int n = 0;
     for (int i = 0; i < g->n_vals; i++) {
         value_t *v = &g->vals[i];
         v->offset = -1;
-        if (v->kind != VAL_ACTIVATION || !v->shape_known || v->producer < 0) continue;
+        slot[i] = -1;
+        if (!plannable(v) || root[i] != i) continue;
+        slot[i] = n;
         iv[n].v = i;
         iv[n].size = ((int64_t)tensor_nbytes(&v->t) + 63) / 64 * 64;
         iv[n].start = v->producer;
-        iv[n].end = v->last_use < 0 ? v->producer : v->last_use;
+        iv[n].end = lifetime_end(v);
         n++;
     }
+    /* the bytes live until the last reader of any of their names */
+    for (int i = 0; i < g->n_vals; i++)
+        if (plannable(&g->vals[i]) && root[i] != i && slot[root[i]] >= 0) {
+            interval_t *r = &iv[slot[root[i]]];
+            if (lifetime_end(&g->vals[i]) > r->end) r->end = lifetime_end(&g->vals[i]);
+        }
     qsort(iv, n, sizeof *iv, cmp_size_desc);
     int64_t arena = 0;
     interval_t **live = xcalloc(n + 1, sizeof *live);
@@ -175,7 +216,11 @@ int64_t graph_plan_memory(graph_t *g)
         if (off + iv[i].size > arena) arena = off + iv[i].size;
         g->vals[iv[i].v].offset = off;
     }
+    for (int i = 0; i < g->n_vals; i++)
+        if (plannable(&g->vals[i]) && root[i] != i) g->vals[i].offset = g->vals[root[i]].offset;
     free(live);
     free(iv);
+    free(root);
+    free(slot);
     return arena;
 }

@@ -52,6 +52,10 @@ typedef struct op_def {
      * executor widens half inputs to float32, runs the kernel, and rounds
      * float outputs back to the storage type (DESIGN.md precision semantics). */
     unsigned any_type : 1;
+    /* Output 0 is input 0's bytes under another shape (Reshape, Flatten,
+     * Squeeze, Unsqueeze, Identity): the memory plan may give both the
+     * same bytes, and the kernel then copies nothing. */
+    unsigned view : 1;
 } op_def_t;
 
 /* Finds the row for an op at an opset; NULL if unsupported. If *nearest is

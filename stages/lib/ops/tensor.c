@@ -58,6 +58,7 @@ int tn_copy_input0(op_ctx_t *c)
 }
 
 #define ROW(op, since, until, shape, run) {"", op, since, until, shape, run, .any_type = 1}
+#define VIEW(op, since, until, shape, run) {"", op, since, until, shape, run, .any_type = 1, .view = 1}
 
 const op_def_t ops_tensor[] = {
     ROW("Compress", 9, 0, shape_compress, run_compress),
@@ -67,17 +68,17 @@ const op_def_t ops_tensor[] = {
     ROW("Dropout", 7, 0, shape_dropout, run_dropout),
     ROW("Expand", 8, 0, shape_expand, run_expand),
     ROW("EyeLike", 9, 0, shape_eyelike, run_eyelike),
-    ROW("Flatten", 1, 0, shape_flatten, run_view_copy),
+    VIEW("Flatten", 1, 0, shape_flatten, run_view_copy),
     ROW("Gather", 1, 0, shape_gather, run_gather),
     ROW("GatherElements", 11, 0, shape_gather_elements, run_gather_elements),
     ROW("GatherND", 11, 0, shape_gather_nd, run_gather_nd),
-    ROW("Identity", 1, 0, shape_identity, run_view_copy),
+    VIEW("Identity", 1, 0, shape_identity, run_view_copy),
     ROW("NonZero", 9, 0, shape_nonzero, run_nonzero),
     ROW("OneHot", 9, 0, shape_onehot, run_onehot),
     ROW("Pad", 2, 0, shape_pad, run_pad),
     /* Range is arithmetic on numeric types only (no half types in the spec) */
     {"", "Range", 11, 0, shape_range, run_range, .any_type = 0},
-    ROW("Reshape", 5, 0, shape_reshape, run_view_copy),
+    VIEW("Reshape", 5, 0, shape_reshape, run_view_copy),
     ROW("ReverseSequence", 10, 0, shape_reversesequence, run_reversesequence),
     ROW("Scatter", 9, 0, shape_scatter_elements, run_scatter_elements),
     ROW("ScatterElements", 11, 0, shape_scatter_elements, run_scatter_elements),
@@ -87,10 +88,10 @@ const op_def_t ops_tensor[] = {
     ROW("Slice", 1, 0, shape_slice, run_slice),
     ROW("SpaceToDepth", 1, 0, shape_spacetodepth, run_spacetodepth),
     ROW("Split", 2, 0, shape_split, run_split),
-    ROW("Squeeze", 1, 0, shape_squeeze, run_view_copy),
+    VIEW("Squeeze", 1, 0, shape_squeeze, run_view_copy),
     ROW("Tile", 6, 0, shape_tile, run_tile),
     ROW("Transpose", 1, 0, shape_transpose, run_transpose),
     ROW("Trilu", 14, 0, shape_trilu, run_trilu),
-    ROW("Unsqueeze", 1, 0, shape_unsqueeze, run_view_copy),
+    VIEW("Unsqueeze", 1, 0, shape_unsqueeze, run_view_copy),
 };
 const int ops_tensor_count = sizeof ops_tensor / sizeof ops_tensor[0];
