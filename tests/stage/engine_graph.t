@@ -163,4 +163,40 @@ ok(res is not None and np.array_equal(res["y"], np.zeros_like(a)) and np.array_e
 r2, _, e2 = build_and_run("views2", m, {"x": x}, infer_args=("--dump", "all", "--threads", "2"))
 ok(r2 is not None and np.array_equal(r2["v"], a.reshape(6, 4)) and np.array_equal(r2["b"], -a.reshape(1, 6, 4))
    and r2["z46"].tobytes() == res["z46"].tobytes(), "views: --dump all writes each view with its own shape", e2)
+
+# 6. MatMul + per-column bias Add (+ Relu) fuse into one layer at float32
+# storage, bit-identical to the unfused graph; a bias that is not
+# per-column stays an Add, and fp16 storage keeps the Add (it rounds the
+# product first)
+rng = np.random.default_rng(5)
+W1 = numpy_helper.from_array(rng.standard_normal((16, 32)).astype(np.float32), "W1")
+b1 = numpy_helper.from_array(rng.standard_normal(32).astype(np.float32), "b1")
+W2 = numpy_helper.from_array(rng.standard_normal((32, 8)).astype(np.float32), "W2")
+b2 = numpy_helper.from_array(rng.standard_normal((1, 8)).astype(np.float32), "b2")
+W3 = numpy_helper.from_array(rng.standard_normal((16, 8)).astype(np.float32), "W3")
+c3 = numpy_helper.from_array(rng.standard_normal((5, 8)).astype(np.float32), "c3")
+nodes = [helper.make_node("MatMul", ["x", "W1"], ["p1"], name="fc1"),
+         helper.make_node("Add", ["p1", "b1"], ["h1"], name="fc1_bias"),
+         helper.make_node("Relu", ["h1"], ["r1"], name="fc1_relu"),
+         helper.make_node("MatMul", ["r1", "W2"], ["p2"], name="fc2"),
+         helper.make_node("Add", ["b2", "p2"], ["y"], name="fc2_bias"),       # bias on the left
+         helper.make_node("MatMul", ["x", "W3"], ["p3"], name="fc3"),
+         helper.make_node("Add", ["p3", "c3"], ["z"], name="fc3_full")]       # [5,8]: per row and column
+g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 5, 16])],
+                      [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 5, 8]),
+                       helper.make_tensor_value_info("z", TensorProto.FLOAT, [2, 5, 8])], [W1, b1, W2, b2, W3, c3])
+m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+x = rng.standard_normal((2, 5, 16)).astype(np.float32)
+fused, lf, ef = build_and_run("mmbias", m, {"x": x})
+plain, lp, ep = build_and_run("mmbias_nofuse", m, {"x": x}, "--no-fusion")
+ok(fused is not None and plain is not None and all(fused[k].tobytes() == plain[k].tobytes() for k in ("y", "z")),
+   "MatMul + bias (+ Relu) fused: the same bytes as unfused", ef + ep)
+names = lf and [(l["name"], ",".join(l.get("fused_from", []))) for l in lf["layers"]]
+ok(names is not None and ("fc1", "fc1,fc1_bias,fc1_relu") in names and ("fc2", "fc2,fc2_bias") in names
+   and any(n == "fc3_full" for n, _ in names), "layer report: fc1 holds its bias and Relu, fc2 its bias, fc3's Add stays", names)
+f64 = lambda t: numpy_helper.to_array(t).astype(np.float64)
+want = np.maximum(x @ f64(W1) + f64(b1), 0) @ f64(W2) + f64(b2)
+ok(fused is not None and np.allclose(fused["y"], want, rtol=1e-4, atol=1e-4), "fused MatMul bias agrees with float64 numpy")
+h16, l16, e16 = build_and_run("mmbias_fp16", m, {"x": x}, "--precision", "fp16")
+ok(l16 is not None and any(l["name"] == "fc1_bias" for l in l16["layers"]), "fp16 storage: the bias Add stays a layer", e16)
 done()

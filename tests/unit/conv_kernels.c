@@ -38,9 +38,9 @@ static double act_ref(double x, int act, float a, float b)
 static int check_gemm(int64_t m, int64_t n, int64_t k, int64_t pad, int act, int bias)
 {
     int64_t lda = k + pad, ldb = n + pad, ldc = n + 2 * pad;
-    float *a = random_floats(m * lda), *b = random_floats(k * ldb), *bv = random_floats(m);
+    float *a = random_floats(m * lda), *b = random_floats(k * ldb), *bv = random_floats(m), *cb = random_floats(n);
     float *c1 = calloc((size_t)(m * ldc), sizeof *c1), *c2 = calloc((size_t)(m * ldc), sizeof *c2);
-    fgemm_epi_t e = {bias ? bv : NULL, act, -0.25f, 0.5f};
+    fgemm_epi_t e = {bias & 1 ? bv : NULL, act, -0.25f, 0.5f, bias & 2 ? cb : NULL};   /* row and/or column bias */
     if (act == ACT_LEAKY) e.a = 0.1f;
     fgemm(m, n, k, a, lda, b, ldb, c1, ldc, &e);
     fgemm_ref(m, n, k, a, lda, b, ldb, c2, ldc, &e);
@@ -50,7 +50,8 @@ static int check_gemm(int64_t m, int64_t n, int64_t k, int64_t pad, int act, int
         for (int64_t j = 0; j < n; j++) {
             double acc = 0;
             for (int64_t p = 0; p < k; p++) acc += (double)a[i * lda + p] * b[p * ldb + j];
-            if (bias) acc += bv[i];
+            if (bias & 1) acc += bv[i];
+            if (bias & 2) acc += cb[j];
             double d = fabs(c1[i * ldc + j] - act_ref(acc, act, e.a, e.b));
             if (d > worst) worst = d;
         }
@@ -60,7 +61,7 @@ static int check_gemm(int64_t m, int64_t n, int64_t k, int64_t pad, int act, int
     int good = same && worst < 1e-5 * (k + 1);
     ok(good, "fgemm %lldx%lldx%lld pad %lld act %d bias %d: same bits as the C chain %d, error %.3g",
        (long long)m, (long long)n, (long long)k, (long long)pad, act, bias, same, worst);
-    free(a); free(b); free(bv); free(c1); free(c2);
+    free(a); free(b); free(bv); free(cb); free(c1); free(c2);
     return good;
 }
 
@@ -73,7 +74,7 @@ static void test_gemm_shapes(void)
                                         {20, 70, 600}, {65, 100, 513}, {9, 33, 256}, {3, 40, 257}};
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
         for (int act = ACT_NONE; act <= ACT_LEAKY; act++)
-            check_gemm(shapes[i][0], shapes[i][1], shapes[i][2], i % 3, act, (i + act) % 2);
+            check_gemm(shapes[i][0], shapes[i][1], shapes[i][2], i % 3, act, (int)(i + act) % 4);
 }
 
 /* The epilogue on the values where formulas part: NaN, +-0, +-inf, Clip

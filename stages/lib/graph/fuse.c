@@ -1,7 +1,9 @@
-/* fuse.c — activation fusion: Conv/ConvTranspose/Gemm followed by its only
- * reader Relu, Clip (constant bounds), LeakyRelu or Sigmoid becomes one
- * layer whose output gets the activation before it is stored — what
- * TensorRT and cuDNN do. The layer report lists the layer as fused from
+/* fuse.c — activation fusion: Conv/ConvTranspose/Gemm (and MatMul at
+ * float32 storage) followed by its only reader Relu, Clip (constant
+ * bounds), LeakyRelu or Sigmoid becomes one layer whose output gets the
+ * activation before it is stored — what TensorRT and cuDNN do. Before
+ * that, per-channel scales and shifts fold into a Conv and a per-column
+ * bias Add into a MatMul. The layer report lists the layer as fused from
  * both; the intermediate tensor no longer exists (as on the GPU), and
  * whether tensors are dumped never changes the plan. Only layers of the
  * same precision and storage are fused, so a per-layer constraint is never
@@ -40,10 +42,12 @@ static int act_kind(const graph_t *g, const node_t *a, float *lo, float *hi)
     return ACT_NONE;
 }
 
+/* A MatMul fuses at float32 storage only (see fold_matmul_bias). */
 static int fusable_producer(const node_t *n)
 {
     return !n->domain[0] && !n->act &&
-           (!strcmp(n->op_type, "Conv") || !strcmp(n->op_type, "ConvTranspose") || !strcmp(n->op_type, "Gemm"));
+           (!strcmp(n->op_type, "Conv") || !strcmp(n->op_type, "ConvTranspose") || !strcmp(n->op_type, "Gemm") ||
+            (!strcmp(n->op_type, "MatMul") && n->storage == DT_FLOAT));
 }
 
 /* Conv followed by its only reader Add(conv, constant of shape [C,1,...] or
@@ -168,6 +172,53 @@ static int fold_affine(graph_t *g, int *readers, char *drop)
     return folded;
 }
 
+/* Whether constant k is a bias for MatMul mm's output y: float32, one
+ * value per column (shape [N] or [1,..,1,N], no longer than y's), both
+ * operands of rank 2 or more (a 1-D operand changes which axis is N). */
+static int matmul_bias(const graph_t *g, const node_t *mm, const value_t *y, const value_t *k)
+{
+    const value_t *a = &g->vals[mm->in[0]], *b = &g->vals[mm->in[1]];
+    if (!a->shape_known || !b->shape_known || !y->shape_known || a->t.ndim < 2 || b->t.ndim < 2) return 0;
+    if (y->t.dtype != DT_FLOAT || k->kind != VAL_CONST || k->t.dtype != DT_FLOAT) return 0;
+    int64_t n = y->t.dims[y->t.ndim - 1];
+    return k->t.ndim >= 1 && k->t.ndim <= y->t.ndim && k->t.dims[k->t.ndim - 1] == n && tensor_numel(&k->t) == n;
+}
+
+/* MatMul followed by its only reader Add of a per-column constant (a
+ * Linear layer's bias) takes the bias as a third input, added in the
+ * GEMM's epilogue as TensorRT does, so an activation after it can fuse
+ * too. Float32 storage only: there nothing is rounded between the product
+ * and the addition, so the result is bit-identical; at fp16/bf16 storage
+ * the separate Add reads the rounded product, which parity keeps. */
+static int fold_matmul_bias(graph_t *g, const int *readers, char *drop)
+{
+    int folded = 0;
+    for (int i = 0; i < g->n_nodes; i++) {
+        node_t *a = &g->nodes[i];
+        if (a->domain[0] || strcmp(a->op_type, "Add") || a->n_in != 2 || a->n_out != 1 || drop[i]) continue;
+        for (int side = 0; side < 2; side++) {
+            int v = a->in[side], kv = a->in[1 - side];
+            if (v < 0 || kv < 0) break;
+            int p = g->vals[v].producer;
+            if (p < 0 || drop[p] || readers[v] != 1 || g->vals[v].is_output) continue;
+            node_t *c = &g->nodes[p];
+            if (c->domain[0] || strcmp(c->op_type, "MatMul") || c->act || c->n_in != 2 || c->n_out != 1) continue;
+            if (!same_precision(c, a) || c->storage != DT_FLOAT || a->round_inputs) continue;
+            if (!matmul_bias(g, c, &g->vals[v], &g->vals[kv])) continue;
+            c->in = xrealloc(c->in, 3 * sizeof *c->in);
+            c->in[2] = kv;
+            c->n_in = 3;
+            c->out[0] = a->out[0];
+            g->vals[a->out[0]].producer = p;
+            note_fused(c, a);
+            drop[i] = 1;
+            folded++;
+            break;
+        }
+    }
+    return folded;
+}
+
 /* Removes the nodes marked in drop (their work now lives in another node). */
 static void compact(graph_t *g, const char *drop)
 {
@@ -201,6 +252,7 @@ int graph_fuse_activations(graph_t *g)
     int *readers = count_readers(g);
     char *drop = xcalloc(g->n_nodes + 1, 1);
     int fused = fold_affine(g, readers, drop);
+    fused += fold_matmul_bias(g, readers, drop);
     compact(g, drop);
     free(readers);
     free(drop);

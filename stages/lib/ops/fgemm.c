@@ -42,9 +42,10 @@ int fgemm_epi_supported(int act)
 /* The same computation in plain C, element by element (fmaf is the FMA the
  * kernel does): the path where the kernel cannot run, and the tests' oracle
  * for the kernel's bits. */
-static float finish_one(float x, float bias, const fgemm_epi_t *e)
+static float finish_one(float x, float bias, float col_bias, const fgemm_epi_t *e)
 {
     if (e->bias) x += bias;
+    if (e->col_bias) x += col_bias;
     switch (e->act) {
     case ACT_RELU: return x < 0 ? 0.0f : x;
     case ACT_LEAKY: return x < 0 ? e->a * x : x;
@@ -62,7 +63,7 @@ void fgemm_ref(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, con
         for (int64_t j = 0; j < n; j++) {
             float acc = 0.0f;
             for (int64_t p = 0; p < k; p++) acc = fmaf(a[i * lda + p], b[p * ldb + j], acc);
-            c[i * ldc + j] = finish_one(acc, epi->bias ? epi->bias[i] : 0.0f, epi);
+            c[i * ldc + j] = finish_one(acc, epi->bias ? epi->bias[i] : 0.0f, epi->col_bias ? epi->col_bias[j] : 0.0f, epi);
         }
 }
 
@@ -82,11 +83,12 @@ int fgemm_available(void)
     return v && atomic_load(&enabled);
 }
 
-/* Bias, then the activation with the same formulas as the Relu, Clip and
+/* Bias (row, then column), then the activation with the same formulas as the Relu, Clip and
  * LeakyRelu kernels (NaN passes through; -0 stays -0). */
-KT static inline __m512 finish(__m512 x, __m512 bias, const fgemm_epi_t *e)
+KT static inline __m512 finish(__m512 x, __m512 bias, __m512 col_bias, const fgemm_epi_t *e)
 {
     if (e->bias) x = _mm512_add_ps(x, bias);
+    if (e->col_bias) x = _mm512_add_ps(x, col_bias);
     __m512 zero = _mm512_setzero_ps();
     switch (e->act) {
     case ACT_RELU:
@@ -144,12 +146,17 @@ KT static inline __m512 finish(__m512 x, __m512 bias, const fgemm_epi_t *e)
     if (r < mr) {                                                                      \
         if (last) {                                                                    \
             __m512 bv = _mm512_set1_ps(bias ? bias[r] : 0.0f);                         \
-            c##r##0 = finish(c##r##0, bv, e);                                          \
-            c##r##1 = finish(c##r##1, bv, e);                                          \
+            c##r##0 = finish(c##r##0, bv, cb0, e);                                     \
+            c##r##1 = finish(c##r##1, bv, cb1, e);                                     \
         }                                                                              \
         _mm512_mask_storeu_ps(c + r * ldc, s0, c##r##0);                               \
         if (s1) _mm512_mask_storeu_ps(c + r * ldc + 16, s1, c##r##1);                  \
     }
+/* The column bias of the tile's 32 columns (cbias: at the tile's first
+ * column, or NULL), zero past the edge. */
+#define TILE_COL_BIAS                                                                           \
+    __m512 cb0 = cbias ? _mm512_maskz_loadu_ps(s0, cbias) : _mm512_setzero_ps();                \
+    __m512 cb1 = cbias && s1 ? _mm512_maskz_loadu_ps(s1, cbias + 16) : _mm512_setzero_ps()
 #define TILE_STORE ROW_STORE(0) ROW_STORE(1) ROW_STORE(2) ROW_STORE(3) ROW_STORE(4) ROW_STORE(5) ROW_STORE(6) ROW_STORE(7)
 
 /* A [m x k] (row stride lda) into panels of 8 rows: panel q holds
@@ -180,13 +187,15 @@ static _Thread_local float panel[KC * 32] __attribute__((aligned(64)));
 
 /* GEMM tile: kc steps from the panel, A's rows in place from column p0. */
 KT static void kernel_8x32(int64_t kc, const float *a, int64_t lda, int mr, const float *bp, int nr, float *c,
-                           int64_t ldc, int first, int last, const float *bias, const fgemm_epi_t *e)
+                           int64_t ldc, int first, int last, const float *bias, const float *cbias,
+                           const fgemm_epi_t *e)
 {
     TILE_ROWS;
     TILE_ACC;
     __mmask16 s0 = lanes_lo(nr), s1 = lanes_hi(nr);
     if (!first) { TILE_LOAD }
     for (int64_t p = 0; p < kc; p++, bp += 32) TILE_STEP(bp, A_INPLACE);
+    TILE_COL_BIAS;
     TILE_STORE
 }
 
@@ -220,7 +229,8 @@ KT static void fgemm_tile(void *ctx, int64_t t)
             for (int64_t row = i0; row < i1; row += 8) {
                 int mr = i1 - row < 8 ? (int)(i1 - row) : 8;
                 kernel_8x32(kc, j->a + row * j->lda + p0, j->lda, mr, panel, nr, j->c + row * j->ldc + col, j->ldc,
-                            p0 == 0, p0 + KC >= j->k, j->e.bias ? j->e.bias + row : NULL, &j->e);
+                            p0 == 0, p0 + KC >= j->k, j->e.bias ? j->e.bias + row : NULL,
+                            j->e.col_bias ? j->e.col_bias + col : NULL, &j->e);
             }
         }
     }
@@ -245,8 +255,10 @@ KT static void kernel_conv_8x32(int64_t kc, const float *ap, int mr, const float
 {
     TILE_ACC;
     __mmask16 s0 = lanes_lo(nr), s1 = lanes_hi(nr);
+    const float *cbias = NULL;   /* a convolution's bias is per row */
     if (!first) { TILE_LOAD }
     for (int64_t p = 0; p < kc; p++, ap += 8, bp += 32) TILE_STEP(bp, A_PACKED);
+    TILE_COL_BIAS;
     TILE_STORE
 }
 

@@ -4,7 +4,7 @@
  * registers. C = A[m x k] * B[k x n], both row-major and untransposed.
  *
  * Deterministic: every element of C is one FMA chain over k in order,
- * then + bias, then the activation; the tiles handed to the thread pool
+ * then + bias (per row, then per column), then the activation; the tiles handed to the thread pool
  * depend on the shape only, so the bits never depend on --threads. The
  * kernel needs AVX-512F; fgemm_available() says whether this CPU has it
  * (callers keep their BLAS path otherwise). */
@@ -14,9 +14,10 @@
 #include <stdint.h>
 
 typedef struct fgemm_epi {
-    const float *bias;   /* bias[i] added to row i of C, or NULL */
-    int act;             /* ACT_NONE, ACT_RELU, ACT_CLIP or ACT_LEAKY (graph.h) */
-    float a, b;          /* Clip bounds; LeakyRelu's alpha in a */
+    const float *bias;       /* bias[i] added to row i of C, or NULL */
+    int act;                 /* ACT_NONE, ACT_RELU, ACT_CLIP or ACT_LEAKY (graph.h) */
+    float a, b;              /* Clip bounds; LeakyRelu's alpha in a */
+    const float *col_bias;   /* col_bias[j] added to column j of C (a MatMul's fused bias), or NULL */
 } fgemm_epi_t;
 
 /* 1 when the kernel can run here (and fgemm_set_enabled did not turn it off). */

@@ -8,6 +8,7 @@
 #include <cblas.h>
 #include "ops/nn_impl.h"
 #include "ops/blas.h"
+#include "ops/fgemm.h"
 
 static int fits_int(int64_t v) { return v >= 0 && v <= INT_MAX; }
 
@@ -57,9 +58,17 @@ typedef struct mm_plan {
     int64_t nbatch, abatch, bbatch;
 } mm_plan_t;
 
+/* The bias the fuse pass gave a MatMul (fuse.c: MatMul then Add of one
+ * float32 value per column): a third input, which only a fused layer may
+ * have. NULL when there is none. */
+static const tensor_t *fused_bias(const op_ctx_t *c)
+{
+    return c->n_in > 2 ? c->in[2] : NULL;
+}
+
 static int matmul_plan(op_ctx_t *c, mm_plan_t *p)
 {
-    if (op_check_inputs(c, 2, 2)) return -1;
+    if (op_check_inputs(c, 2, c->node->fused_from ? 3 : 2)) return -1;
     const tensor_t *a = c->in[0], *b = c->in[1];
     if (a->ndim < 1 || b->ndim < 1) return op_fail(c, "inputs must have rank >= 1");
     if (a->dtype != b->dtype)
@@ -100,6 +109,9 @@ static int matmul_plan(op_ctx_t *c, mm_plan_t *p)
         p->bbatch *= db;
         p->nbatch *= p->bdims[d];
     }
+    const tensor_t *bias = fused_bias(c);
+    if (bias && (a->dtype != DT_FLOAT || bias->dtype != DT_FLOAT || tensor_numel(bias) != p->n))
+        return op_fail(c, "a fused bias must be float32 with one value per column (%lld)", (long long)p->n);
     return 0;
 }
 
@@ -144,31 +156,58 @@ static int matmul_batch(op_ctx_t *c, const mm_plan_t *p, const void *a, const vo
     return 0;
 }
 
-int matmul_run(op_ctx_t *c)
+/* Batches one GEMM each, walking the broadcast batch dimensions. */
+static int matmul_batches(op_ctx_t *c, const mm_plan_t *p, const char *ad, const char *bd, char *yd)
 {
-    mm_plan_t p;
-    if (matmul_plan(c, &p)) return -1;
-    const tensor_t *a = c->in[0], *b = c->in[1];
-    size_t es = dtype_size(a->dtype);
-    const char *ad = a->data, *bd = b->data;
-    char *yd = c->out[0]->data;
-    /* B shared by every batch and A not broadcast: one GEMM over all rows. */
-    if (p.bbatch == 1 && p.abatch == p.nbatch)
-        return matmul_batch(c, &p, ad, bd, yd, p.nbatch * p.m);
+    size_t es = dtype_size(c->in[0]->dtype);
     int64_t idx[TENSOR_MAX_DIMS] = {0};
     int64_t aoff = 0, boff = 0;
-    for (int64_t t = 0; t < p.nbatch; t++) {
-        if (matmul_batch(c, &p, ad + aoff * es, bd + boff * es, yd + t * p.m * p.n * es, p.m)) return -1;
-        for (int d = p.nb - 1; d >= 0; d--) {   /* odometer over the batch */
-            aoff += p.astr[d];
-            boff += p.bstr[d];
-            if (++idx[d] < p.bdims[d]) break;
-            aoff -= p.astr[d] * idx[d];
-            boff -= p.bstr[d] * idx[d];
+    for (int64_t t = 0; t < p->nbatch; t++) {
+        if (matmul_batch(c, p, ad + aoff * es, bd + boff * es, yd + t * p->m * p->n * es, p->m)) return -1;
+        for (int d = p->nb - 1; d >= 0; d--) {   /* odometer over the batch */
+            aoff += p->astr[d];
+            boff += p->bstr[d];
+            if (++idx[d] < p->bdims[d]) break;
+            aoff -= p->astr[d] * idx[d];
+            boff -= p->bstr[d] * idx[d];
             idx[d] = 0;
         }
     }
     return 0;
+}
+
+/* y[r][j] += bias[j]: the fused bias where the kernel's epilogue did not
+ * add it (the same single float addition). */
+static void add_col_bias(float *y, const float *bias, int64_t rows, int64_t n)
+{
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t j = 0; j < n; j++) y[r * n + j] += bias[j];
+}
+
+int matmul_run(op_ctx_t *c)
+{
+    mm_plan_t p;
+    if (matmul_plan(c, &p)) return -1;
+    const tensor_t *a = c->in[0], *b = c->in[1], *bias = fused_bias(c);
+    const char *ad = a->data, *bd = b->data;
+    char *yd = c->out[0]->data;
+    int one_gemm = p.bbatch == 1 && p.abatch == p.nbatch;   /* B shared, A not broadcast: all rows at once */
+    if (one_gemm && a->dtype == DT_FLOAT && (bias || c->node->act) && fgemm_available()) {
+        /* bias and activation in the kernel's epilogue */
+        fgemm_epi_t epi = {0};
+        epi.col_bias = bias ? bias->data : NULL;
+        if (fgemm_epi_supported(c->node->act)) {
+            epi.act = c->node->act;
+            epi.a = c->node->act_a;
+            epi.b = c->node->act_b;
+            c->act_done = 1;
+        }
+        fgemm(p.nbatch * p.m, p.n, p.k, (const float *)ad, p.k, (const float *)bd, p.n, (float *)yd, p.n, &epi);
+        return 0;
+    }
+    int rc = one_gemm ? matmul_batch(c, &p, ad, bd, yd, p.nbatch * p.m) : matmul_batches(c, &p, ad, bd, yd);
+    if (!rc && bias) add_col_bias((float *)yd, bias->data, p.nbatch * p.m, p.n);
+    return rc;
 }
 
 /* ------------------------------------------------------------------ Gemm */
