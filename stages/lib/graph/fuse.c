@@ -93,6 +93,27 @@ static void note_fused(node_t *c, const node_t *a)
     c->fused_from = ff;
 }
 
+/* The node producing side `side` of two-input node a, when that value has
+ * a as its only reader and the other side exists; -1 otherwise. */
+static int sole_producer(const graph_t *g, const node_t *a, int side, const int *readers, const char *drop)
+{
+    int v = a->in[side];
+    if (v < 0 || a->in[1 - side] < 0) return -1;
+    int p = g->vals[v].producer;
+    if (p < 0 || drop[p] || readers[v] != 1 || g->vals[v].is_output) return -1;
+    return p;
+}
+
+/* Layer p takes over node i's output; node i is dropped. */
+static void absorb(graph_t *g, int p, int i, char *drop)
+{
+    node_t *c = &g->nodes[p], *a = &g->nodes[i];
+    c->out[0] = a->out[0];
+    g->vals[a->out[0]].producer = p;
+    note_fused(c, a);
+    drop[i] = 1;
+}
+
 /* A new constant holding `count` floats, named after the layer. */
 static float *new_const(graph_t *g, const char *layer, const char *what, int ndim, const int64_t *dims, int *index)
 {
@@ -142,7 +163,7 @@ static int fold_into_conv(graph_t *g, node_t *c, int is_mul, const float *k, int
  * an activation after it can fuse too. Layers of equal precision only; the
  * folding is done in float32 and the result rounded once, afterwards, as a
  * GPU engine converts folded weights. */
-static int fold_affine(graph_t *g, int *readers, char *drop)
+static int fold_affine(graph_t *g, const int *readers, char *drop)
 {
     int folded = 0;
     for (int i = 0; i < g->n_nodes; i++) {
@@ -150,21 +171,15 @@ static int fold_affine(graph_t *g, int *readers, char *drop)
         int is_mul = !strcmp(a->op_type, "Mul");
         if (a->domain[0] || (!is_mul && strcmp(a->op_type, "Add")) || a->n_in != 2 || a->n_out != 1 || drop[i]) continue;
         for (int side = 0; side < 2; side++) {
-            int v = a->in[side], kv = a->in[1 - side];
-            if (v < 0 || kv < 0) break;
-            int p = g->vals[v].producer;
-            if (p < 0 || drop[p] || readers[v] != 1 || g->vals[v].is_output) continue;
+            int p = sole_producer(g, a, side, readers, drop), kv = a->in[1 - side];
+            if (p < 0) continue;
             node_t *c = &g->nodes[p];
             if (c->domain[0] || strcmp(c->op_type, "Conv") || c->act || c->n_out != 1 || c->n_in < 2) continue;
             if (!same_precision(c, a)) continue;
             int64_t C;
             if (!channel_bias(g, c, &g->vals[kv], &C)) continue;
             if (fold_into_conv(g, c, is_mul, g->vals[kv].t.data, C)) break;
-            c = &g->nodes[p];
-            c->out[0] = a->out[0];
-            g->vals[a->out[0]].producer = p;
-            note_fused(c, a);
-            drop[i] = 1;
+            absorb(g, p, i, drop);
             folded++;
             break;
         }
@@ -197,21 +212,16 @@ static int fold_matmul_bias(graph_t *g, const int *readers, char *drop)
         node_t *a = &g->nodes[i];
         if (a->domain[0] || strcmp(a->op_type, "Add") || a->n_in != 2 || a->n_out != 1 || drop[i]) continue;
         for (int side = 0; side < 2; side++) {
-            int v = a->in[side], kv = a->in[1 - side];
-            if (v < 0 || kv < 0) break;
-            int p = g->vals[v].producer;
-            if (p < 0 || drop[p] || readers[v] != 1 || g->vals[v].is_output) continue;
+            int p = sole_producer(g, a, side, readers, drop), kv = a->in[1 - side];
+            if (p < 0) continue;
             node_t *c = &g->nodes[p];
             if (c->domain[0] || strcmp(c->op_type, "MatMul") || c->act || c->n_in != 2 || c->n_out != 1) continue;
             if (!same_precision(c, a) || c->storage != DT_FLOAT || a->round_inputs) continue;
-            if (!matmul_bias(g, c, &g->vals[v], &g->vals[kv])) continue;
+            if (!matmul_bias(g, c, &g->vals[a->in[side]], &g->vals[kv])) continue;
             c->in = xrealloc(c->in, 3 * sizeof *c->in);
             c->in[2] = kv;
             c->n_in = 3;
-            c->out[0] = a->out[0];
-            g->vals[a->out[0]].producer = p;
-            note_fused(c, a);
-            drop[i] = 1;
+            absorb(g, p, i, drop);
             folded++;
             break;
         }
