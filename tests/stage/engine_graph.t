@@ -199,4 +199,33 @@ want = np.maximum(x @ f64(W1) + f64(b1), 0) @ f64(W2) + f64(b2)
 ok(fused is not None and np.allclose(fused["y"], want, rtol=1e-4, atol=1e-4), "fused MatMul bias agrees with float64 numpy")
 h16, l16, e16 = build_and_run("mmbias_fp16", m, {"x": x}, "--precision", "fp16")
 ok(l16 is not None and any(l["name"] == "fc1_bias" for l in l16["layers"]), "fp16 storage: the bias Add stays a layer", e16)
+# 7. SiLU (Conv -> Sigmoid, Mul of both) fuses into the Conv, and a Sigmoid
+# that is the Conv's only reader fuses as before: both bit-identical to
+# the unfused layers (the fused Sigmoid is the standalone one, vmath.h)
+rng = np.random.default_rng(9)
+Wc = numpy_helper.from_array(rng.standard_normal((12, 3, 3, 3)).astype(np.float32), "Wc")
+bc = numpy_helper.from_array(rng.standard_normal(12).astype(np.float32), "bc")
+Wd = numpy_helper.from_array(rng.standard_normal((5, 12, 1, 1)).astype(np.float32), "Wd")
+nodes = [helper.make_node("Conv", ["x", "Wc", "bc"], ["c"], name="conv", pads=[1, 1, 1, 1]),
+         helper.make_node("Sigmoid", ["c"], ["s"], name="silu_sig"),
+         helper.make_node("Mul", ["s", "c"], ["h"], name="silu_mul"),
+         helper.make_node("Conv", ["h", "Wd"], ["d"], name="conv2"),
+         helper.make_node("Sigmoid", ["d"], ["y"], name="sig")]
+g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 20, 30])],
+                      [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 5, 20, 30])], [Wc, bc, Wd])
+m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+x = (4 * rng.standard_normal((1, 3, 20, 30))).astype(np.float32)
+fused, lf, ef = build_and_run("silu", m, {"x": x}, infer_args=("--dump", "h", "--threads", "2"))
+plain, lp, ep = build_and_run("silu_nofuse", m, {"x": x}, "--no-fusion", infer_args=("--dump", "h"))
+ok(fused is not None and plain is not None and fused["y"].tobytes() == plain["y"].tobytes()
+   and fused["h"].tobytes() == plain["h"].tobytes(), "SiLU and Sigmoid fused: the same bytes as unfused", ef + ep)
+names = lf and [(l["name"], ",".join(l.get("fused_from", []))) for l in lf["layers"]]
+ok(names == [("conv", "conv,silu_sig,silu_mul"), ("conv2", "conv2,sig")], "layer report: two layers, SiLU and Sigmoid inside", names)
+c64 = np.zeros((12, 20, 30))
+xp = np.pad(x[0].astype(np.float64), ((0, 0), (1, 1), (1, 1)))
+for o in range(12):
+    c64[o] = numpy_helper.to_array(bc)[o] + sum(numpy_helper.to_array(Wc)[o, i, u, v] * xp[i, u:u + 20, v:v + 30]
+                                                for i in range(3) for u in range(3) for v in range(3))
+ok(fused is not None and np.allclose(fused["h"][0], c64 / (1 + np.exp(-c64)), rtol=1e-5, atol=1e-5),
+   "fused SiLU agrees with float64 numpy")
 done()

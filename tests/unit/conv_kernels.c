@@ -30,6 +30,7 @@ static double act_ref(double x, int act, float a, float b)
     case ACT_LEAKY: return x < 0 ? a * x : x;
     case ACT_CLIP: return x < a ? (a > b ? b : a) : x > b ? b : x;
     case ACT_SIGMOID: return 1 / (1 + exp(-x));
+    case ACT_SILU: return x / (1 + exp(-x));
     default: return x;
     }
 }
@@ -180,7 +181,7 @@ static void check_conv_act(const char *name, int64_t c, int64_t m, int64_t h, in
 static void test_conv_fused(void)
 {
     for (int on = 0; on <= 1; on++)
-        for (int act = ACT_NONE; act <= ACT_SIGMOID; act++) {
+        for (int act = ACT_NONE; act <= ACT_SILU; act++) {
             check_conv_act("3x3 pad 1", 5, 12, 9, 37, 3, 1, 1, act, on);
             check_conv_act("3x3 stride 2", 3, 8, 11, 10, 3, 2, 1, act, on);
             check_conv_act("1x1", 20, 9, 6, 7, 1, 1, 0, act, on);

@@ -216,7 +216,7 @@ graph_t *engine_read(const char *path, engine_meta_t *m, perr_t *e)
         if (en->reason && en->reason[0]) n->reason = xstrdup(en->reason);
         if (en->fused_from && en->fused_from[0]) n->fused_from = xstrdup(en->fused_from);
         n->round_inputs = en->round_inputs;
-        if (en->activation < ACT_NONE || en->activation > ACT_SIGMOID) {
+        if (en->activation < ACT_NONE || en->activation > ACT_SILU) {
             BAD(e, "%s: node '%s': unknown fused activation %d", path, en->name, en->activation);
             goto fail;
         }

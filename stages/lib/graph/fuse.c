@@ -2,8 +2,8 @@
  * float32 storage) followed by its only reader Relu, Clip (constant
  * bounds), LeakyRelu or Sigmoid becomes one layer whose output gets the
  * activation before it is stored — what TensorRT and cuDNN do. Before
- * that, per-channel scales and shifts fold into a Conv and a per-column
- * bias Add into a MatMul. The layer report lists the layer as fused from
+ * that, per-channel scales and shifts fold into a Conv, a per-column bias
+ * Add into a MatMul, and a SiLU (Sigmoid and Mul) into its producer. The layer report lists the layer as fused from
  * both; the intermediate tensor no longer exists (as on the GPU), and
  * whether tensors are dumped never changes the plan. Only layers of the
  * same precision and storage are fused, so a per-layer constraint is never
@@ -229,6 +229,39 @@ static int fold_matmul_bias(graph_t *g, const int *readers, char *drop)
     return folded;
 }
 
+/* Layer c, then Sigmoid s of its output v, then Mul m of v and s's output
+ * (SiLU, as exporters write it: v read by exactly those two) becomes one
+ * layer with the SiLU applied before its output is stored. Float32
+ * storage only, all three alike: there the fused form computes the same
+ * Sigmoid and product on the same values, bit-identical; at fp16/bf16
+ * storage the separate layers read rounded values, which parity keeps. */
+static int fuse_silu(graph_t *g, const int *readers, char *drop)
+{
+    int fused = 0;
+    for (int i = 0; i < g->n_nodes; i++) {
+        node_t *m = &g->nodes[i];
+        if (m->domain[0] || strcmp(m->op_type, "Mul") || m->n_in != 2 || m->n_out != 1 || drop[i]) continue;
+        for (int side = 0; side < 2; side++) {
+            int sv = m->in[side], v = m->in[1 - side];
+            if (sv < 0 || v < 0 || readers[sv] != 1 || readers[v] != 2) continue;
+            if (g->vals[sv].is_output || g->vals[v].is_output || g->vals[v].t.dtype != DT_FLOAT) continue;
+            int si = g->vals[sv].producer, p = g->vals[v].producer;
+            if (si < 0 || p < 0 || drop[si] || drop[p]) continue;
+            node_t *s = &g->nodes[si], *c = &g->nodes[p];
+            if (s->domain[0] || strcmp(s->op_type, "Sigmoid") || s->n_in != 1 || s->in[0] != v) continue;
+            if (!fusable_producer(c) || c->n_out != 1 || c->out[0] != v) continue;
+            if (c->storage != DT_FLOAT || !same_precision(c, s) || !same_precision(c, m) || m->round_inputs) continue;
+            c->act = ACT_SILU;
+            note_fused(c, s);
+            drop[si] = 1;
+            absorb(g, p, i, drop);
+            fused++;
+            break;
+        }
+    }
+    return fused;
+}
+
 /* Removes the nodes marked in drop (their work now lives in another node). */
 static void compact(graph_t *g, const char *drop)
 {
@@ -263,6 +296,7 @@ int graph_fuse_activations(graph_t *g)
     char *drop = xcalloc(g->n_nodes + 1, 1);
     int fused = fold_affine(g, readers, drop);
     fused += fold_matmul_bias(g, readers, drop);
+    fused += fuse_silu(g, readers, drop);
     compact(g, drop);
     free(readers);
     free(drop);

@@ -55,11 +55,12 @@ typedef struct node {
     char *fused_from;              /* comma-separated original node names */
     /* an activation fused into this layer's output (fuse.c): applied in
      * float32 before the storage rounding, as a GPU engine's fused epilogue */
-    int act;                       /* ACT_NONE, ACT_RELU, ACT_CLIP, ACT_LEAKY, ACT_SIGMOID */
+    int act;                       /* ACT_NONE, ACT_RELU, ACT_CLIP, ACT_LEAKY, ACT_SIGMOID, ACT_SILU */
     float act_a, act_b;            /* clip min/max, leaky alpha */
 } node_t;
 
-enum { ACT_NONE = 0, ACT_RELU, ACT_CLIP, ACT_LEAKY, ACT_SIGMOID };
+/* ACT_SILU: x * Sigmoid(x), fused from Sigmoid and Mul (fuse.c) */
+enum { ACT_NONE = 0, ACT_RELU, ACT_CLIP, ACT_LEAKY, ACT_SIGMOID, ACT_SILU };
 
 typedef struct opset_import { char *domain; int version; } opset_import_t;
 

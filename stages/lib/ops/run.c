@@ -3,6 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "ops/run.h"
+#include "ops/vmath.h"
+#include "util/pool.h"
 #include "tensor/half.h"
 
 void scratch_pool_free(scratch_pool_t *p)
@@ -84,6 +86,24 @@ static void round_to_precision(float *x, int64_t count, precision_t p)
 
 /* The fused epilogue (graph/fuse.c): the same formulas as the Relu, Clip,
  * LeakyRelu and Sigmoid kernels, on the layer's float32 output. */
+/* Sigmoid and SiLU of a fused layer, a block of elements per task: the
+ * standalone Sigmoid's function (vmath.h, the same bits on every CPU),
+ * then SiLU's product as the Mul computes it, so fusing changes no bit. */
+#define ACT_BLOCK 4096
+typedef struct act_job { const node_t *n; float *x; int64_t count; } act_job_t;
+
+static void act_block(void *ctx, int64_t t)
+{
+    const act_job_t *j = ctx;
+    int64_t s = t * ACT_BLOCK, len = j->count - s < ACT_BLOCK ? j->count - s : ACT_BLOCK;
+    float *x = j->x + s, sig[ACT_BLOCK];
+    vm_sigmoid_f32(x, sig, len);
+    if (j->n->act == ACT_SILU)
+        for (int64_t i = 0; i < len; i++) x[i] = x[i] * sig[i];
+    else
+        memcpy(x, sig, (size_t)len * sizeof *x);
+}
+
 static void apply_activation(const node_t *n, float *x, int64_t count)
 {
     const float a = n->act_a, b = n->act_b;
@@ -92,15 +112,11 @@ static void apply_activation(const node_t *n, float *x, int64_t count)
     case ACT_CLIP: for (int64_t i = 0; i < count; i++) x[i] = x[i] < a ? (a > b ? b : a) : x[i] > b ? b : x[i]; break;
     case ACT_LEAKY: for (int64_t i = 0; i < count; i++) x[i] = x[i] < 0 ? a * x[i] : x[i]; break;
     case ACT_SIGMOID:
-        for (int64_t i = 0; i < count; i++) {
-            if (x[i] >= 0) {
-                x[i] = 1.0f / (1.0f + expf(-x[i]));
-            } else {
-                float ex = expf(x[i]);
-                x[i] = ex / (1.0f + ex);
-            }
-        }
+    case ACT_SILU: {
+        act_job_t j = {n, x, count};
+        pool_for((count + ACT_BLOCK - 1) / ACT_BLOCK, act_block, &j);
         break;
+    }
     default: break;
     }
 }
