@@ -369,6 +369,32 @@ static void test_pow(void)
     ok(!bad1, "Pow float base, int64 exponent (incl. negative) vs pow in double");
     ok(!bad2, "Pow int32^int32 exact, wrapping; negative exponents truncate (1, +-1, 0)");
     tensor_free(y1); tensor_free(y2); tensor_free(xf); tensor_free(ei); tensor_free(xi); tensor_free(ej);
+
+    /* a scalar exponent 2 (float or int64): the correctly rounded square,
+     * the exact square in double rounded once; specials as pow has them */
+    enum { NS = 4096 };
+    const int64_t ds[1] = {NS}, one[1] = {1};
+    tensor_t *xs = mk_float(1, ds, -3e-3, 3e-3), *two_f = mk(DT_FLOAT, 1, one), *two_i = mk(DT_INT64, 1, one);
+    float *xv = xs->data;
+    const float specials[] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, 1e-30f, -1e30f, 0x1.fffffep127f};
+    for (int i = 0; i < 8; i++) xv[i] = specials[i];
+    uint32_t powf_miss = 0xba6291a8u;   /* an input where glibc's powf is one ulp off */
+    memcpy(&xv[8], &powf_miss, 4);
+    *(float *)two_f->data = 2.0f;
+    *(int64_t *)two_i->data = 2;
+    int bad = 0;
+    for (int k = 0; k < 2; k++) {
+        const tensor_t *in[2] = {xs, k ? two_i : two_f};
+        tensor_t *y = run("Pow@15", NULL, 2, in, &e);
+        for (int i = 0; y && i < NS; i++) {
+            float want = (float)((double)xv[i] * (double)xv[i]), got = ((float *)y->data)[i];
+            bad += isnan(xv[i]) ? !isnan(got) : memcmp(&want, &got, 4) != 0;
+        }
+        bad += !y;
+        tensor_free(y);
+    }
+    ok(bad == 0, "Pow x^2 (float and int64 exponent 2): the correctly rounded square, specials included (%d differ)", bad);
+    tensor_free(xs); tensor_free(two_f); tensor_free(two_i);
 }
 
 static void test_bitshift_clip(void)
