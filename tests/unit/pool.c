@@ -3,7 +3,9 @@
  * threads; jobs back to back (workers still spinning), and jobs after the
  * caller has been away longer than the spin (workers asleep, woken by the
  * condition variable); a pool_for inside a task runs serially; the thread
- * count can grow between jobs. Also worth running under
+ * count can grow between jobs. Thread counts over the CPUs available
+ * take the path that sleeps at once (on a 2-CPU machine, 3 and 4). Also
+ * worth running under
  * -fsanitize=thread by hand (see the comment at the end). */
 #include <stdatomic.h>
 #include <stdlib.h>
