@@ -178,6 +178,34 @@ static void check_conv_act(const char *name, int64_t c, int64_t m, int64_t h, in
     check_conv_geom(name, c, m, h, w, k, s, pads, 1, act, kernel_on);
 }
 
+/* Geometries for check_conv_geom, in order:
+ * - the implicit GEMM (stride 1, output rows as wide as the input's):
+ *   uneven vertical pads, dilation, rows narrower than a 32-wide strip, a
+ *   kernel taller than the input, 8x8 taps, 9x9 (beyond the kernel);
+ * - its gathering strips (strided, or output rows narrower than the
+ *   input's; 32 output channels or more, 256 output positions or more):
+ *   stride 2 with uneven pads, stride 3 with dilation 2, a 7x7 stride-2
+ *   stem, 1x1 stride 2, no padding;
+ * - 60 x 3 x 3 = 540 steps of k: three packed panels. */
+typedef struct conv_case {
+    const char *name;
+    int64_t c, m, h, w, k, s, pads[4], dil;
+    int act;
+} conv_case_t;
+static const conv_case_t geoms[] = {
+    {"3x3 pads 0,1,3,1", 7, 13, 20, 23, 3, 1, {0, 1, 3, 1}, 1, ACT_CLIP},
+    {"3x3 dilation 2", 4, 9, 17, 19, 3, 1, {2, 2, 2, 2}, 2, ACT_RELU},
+    {"8x8 on 5-wide rows", 3, 8, 70, 5, 8, 1, {3, 3, 4, 4}, 1, ACT_NONE},
+    {"5x5 kernel taller than the input", 2, 5, 3, 300, 5, 1, {4, 2, 2, 2}, 1, ACT_NONE},
+    {"9x9", 2, 4, 30, 40, 9, 1, {4, 4, 4, 4}, 1, ACT_NONE},
+    {"3x3 stride 2 pads 0,1,1,0", 6, 33, 37, 41, 3, 2, {0, 1, 1, 0}, 1, ACT_RELU},
+    {"3x3 stride 3 dilation 2", 5, 40, 61, 59, 3, 3, {0, 1, 3, 1}, 2, ACT_NONE},
+    {"7x7 stride 2 stem", 3, 34, 40, 50, 7, 2, {3, 3, 3, 3}, 1, ACT_CLIP},
+    {"1x1 stride 2", 9, 32, 32, 34, 1, 2, {0, 0, 0, 0}, 1, ACT_LEAKY},
+    {"3x3 valid, rows narrower", 4, 36, 20, 45, 3, 1, {0, 0, 0, 0}, 1, ACT_NONE},
+    {"3x3, 60 channels", 60, 19, 12, 35, 3, 1, {1, 1, 1, 1}, 1, ACT_RELU},
+};
+
 static void test_conv_fused(void)
 {
     for (int on = 0; on <= 1; on++)
@@ -191,29 +219,10 @@ static void test_conv_fused(void)
         check_conv_act("5x5 pad 2, 6 bands", 8, 16, 50, 70, 5, 1, 2, ACT_RELU, on);
         check_conv_act("5x5 pad 2 on 2x1", 2, 3, 2, 1, 5, 1, 2, ACT_NONE, on);
         check_conv_act("3x3 stride 2, 4 bands", 6, 10, 99, 120, 3, 2, 1, ACT_LEAKY, on);
-        /* the implicit GEMM (stride 1, output rows as wide as the input's):
-         * uneven vertical pads, dilation, rows narrower than a 32-wide strip,
-         * a kernel taller than the input, 8x8 taps, 9x9 (beyond the kernel) */
-        static const int64_t uneven[4] = {0, 1, 3, 1}, dil2[4] = {2, 2, 2, 2};
-        static const int64_t tall[4] = {4, 2, 2, 2}, k8[4] = {3, 3, 4, 4}, k9[4] = {4, 4, 4, 4};
-        check_conv_geom("3x3 pads 0,1,3,1", 7, 13, 20, 23, 3, 1, uneven, 1, ACT_CLIP, on);
-        check_conv_geom("3x3 dilation 2", 4, 9, 17, 19, 3, 1, dil2, 2, ACT_RELU, on);
-        check_conv_geom("8x8 on 5-wide rows", 3, 8, 70, 5, 8, 1, k8, 1, ACT_NONE, on);
-        check_conv_geom("5x5 kernel taller than the input", 2, 5, 3, 300, 5, 1, tall, 1, ACT_NONE, on);
-        check_conv_geom("9x9", 2, 4, 30, 40, 9, 1, k9, 1, ACT_NONE, on);
-        /* the implicit GEMM's gathering strips (strided, or output rows
-         * narrower than the input's; 32 output channels or more, 256
-         * output positions or more): stride 2 with uneven pads, stride 3
-         * with dilation 2, a 7x7 stride-2 stem, 1x1 stride 2, no padding */
-        static const int64_t s2pads[4] = {0, 1, 1, 0}, stem[4] = {3, 3, 3, 3}, none[4] = {0, 0, 0, 0};
-        check_conv_geom("3x3 stride 2 pads 0,1,1,0", 6, 33, 37, 41, 3, 2, s2pads, 1, ACT_RELU, on);
-        check_conv_geom("3x3 stride 3 dilation 2", 5, 40, 61, 59, 3, 3, uneven, 2, ACT_NONE, on);
-        check_conv_geom("7x7 stride 2 stem", 3, 34, 40, 50, 7, 2, stem, 1, ACT_CLIP, on);
-        check_conv_geom("1x1 stride 2", 9, 32, 32, 34, 1, 2, none, 1, ACT_LEAKY, on);
-        check_conv_geom("3x3 valid, rows narrower", 4, 36, 20, 45, 3, 1, none, 1, ACT_NONE, on);
-        /* 60 x 3 x 3 = 540 steps of k: three packed panels */
-        static const int64_t same1[4] = {1, 1, 1, 1};
-        check_conv_geom("3x3, 60 channels", 60, 19, 12, 35, 3, 1, same1, 1, ACT_RELU, on);
+        for (size_t i = 0; i < sizeof geoms / sizeof geoms[0]; i++) {
+            const conv_case_t *t = &geoms[i];
+            check_conv_geom(t->name, t->c, t->m, t->h, t->w, t->k, t->s, t->pads, t->dil, t->act, on);
+        }
     }
 }
 

@@ -102,18 +102,7 @@ static inline double softplus_d(double x) { return x > 0 ? x + log1p(exp(-x)) : 
 #define SIGMOID(x) _Generic((x), float: sigmoid_f, default: sigmoid_d)(x)
 #define SOFTPLUS(x) _Generic((x), float: softplus_f, default: softplus_d)(x)
 
-/* float32 through vmath (vectorised, the same bits on every CPU) */
-static int sigmoid_range(const ew_job_t *j, int64_t s, int64_t e)
-{
-    const dtype_t dt = j->c->in[0]->dtype;
-    if (dt == DT_FLOAT) {
-        vm_sigmoid_f32((const float *)j->x + s, (float *)j->o + s, e - s);
-        return 0;
-    }
-    DISPATCH_FLOAT(dt, UN_RANGE(T, T, j->x, j->o, s, e, SIGMOID(x)), return ew_bad_type(j->c, dt))
-    return 0;
-}
-int run_sigmoid(op_ctx_t *c) { return ew_unary(c, sigmoid_range); }
+VMATH_UNARY(run_sigmoid, vm_sigmoid_f32, SIGMOID(x))
 FLOAT_ACT(run_softplus, NOSETUP, SOFTPLUS(x))
 FLOAT_ACT(run_softsign, NOSETUP, x / ((T)1 + fabs(x)))
 FLOAT_ACT(run_mish, NOSETUP, x * tanh(SOFTPLUS(x)))

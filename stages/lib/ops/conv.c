@@ -442,12 +442,7 @@ static int conv_bands(op_ctx_t *c, const conv_plan_t *p, int transposed)
     const tensor_t *bt = c->n_in > 2 ? c->in[2] : NULL;
     int own = !transposed && dt == DT_FLOAT && fgemm_available();
     fgemm_epi_t epi = {0};
-    if (own && fgemm_epi_supported(c->node->act)) {
-        epi.act = c->node->act;
-        epi.a = c->node->act_a;
-        epi.b = c->node->act_b;
-        c->act_done = 1;
-    }
+    if (own) c->act_done = fgemm_epi_act(&epi, c->node);
     for (int64_t n = 0; n < p->n && !rc; n++)
         for (int64_t gi = 0; gi < p->group && !rc; gi++) {
             const char *xg = x + (n * p->cin + gi * p->cg) * p->isz * es;

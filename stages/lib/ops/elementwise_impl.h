@@ -81,6 +81,22 @@ int ew_broadcast(op_ctx_t *c, int n, ew_range_fn fn);
         }                                                                       \
     } while (0)
 
+/* Defines kernel `name`: float32 through vmath's array function VM
+ * (vectorised, same bits on every CPU), float64 as EXPR (needs ops/vmath.h). */
+#define VMATH_UNARY(name, VM, EXPR)                                             \
+    static int name##_range(const ew_job_t *j, int64_t s, int64_t e)            \
+    {                                                                           \
+        const dtype_t dt = j->c->in[0]->dtype;                                  \
+        if (dt == DT_FLOAT) {                                                   \
+            VM((const float *)j->x + s, (float *)j->o + s, e - s);              \
+            return 0;                                                           \
+        }                                                                       \
+        DISPATCH_FLOAT(dt, UN_RANGE(T, T, j->x, j->o, s, e, EXPR),              \
+                       return ew_bad_type(j->c, dt))                            \
+        return 0;                                                               \
+    }                                                                           \
+    int name(op_ctx_t *c) { return ew_unary(c, name##_range); }
+
 /* Binary loop over output elements [s, e) of job j's plan: o = EXPR with x,
  * y bound to the operands j->x (TA) and j->y (TB). Within each row the four
  * stride patterns get their own loop so the compiler can vectorise them. */

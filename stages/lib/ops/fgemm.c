@@ -34,9 +34,18 @@ static atomic_int enabled = 1;
 
 void fgemm_set_enabled(int on) { atomic_store(&enabled, on != 0); }
 
-int fgemm_epi_supported(int act)
+static int fgemm_epi_supported(int act)
 {
     return act == ACT_NONE || act == ACT_RELU || act == ACT_CLIP || act == ACT_LEAKY;
+}
+
+int fgemm_epi_act(fgemm_epi_t *e, const node_t *n)
+{
+    if (!fgemm_epi_supported(n->act)) return 0;
+    e->act = n->act;
+    e->a = n->act_a;
+    e->b = n->act_b;
+    return 1;
 }
 
 /* The same computation in plain C, element by element (fmaf is the FMA the

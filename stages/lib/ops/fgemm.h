@@ -24,8 +24,11 @@ typedef struct fgemm_epi {
 int fgemm_available(void);
 /* Tests turn the kernel off to check the fallback paths on the same machine. */
 void fgemm_set_enabled(int on);
-/* Whether the epilogue can run inside the kernel (Sigmoid cannot). */
-int fgemm_epi_supported(int act);
+/* Takes a layer's fused activation into e where the epilogue can run it
+ * (Relu, Clip, LeakyRelu; not Sigmoid or SiLU); returns 1 then (the
+ * kernel sets op_ctx.act_done from it), else 0. */
+struct node;
+int fgemm_epi_act(fgemm_epi_t *e, const struct node *n);
 
 /* C = A * B (+ epilogue). epi may be NULL. Runs on parity's thread pool;
  * where the kernel cannot run, as fgemm_ref. */

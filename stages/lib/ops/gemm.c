@@ -196,12 +196,7 @@ int matmul_run(op_ctx_t *c)
         /* bias and activation in the kernel's epilogue */
         fgemm_epi_t epi = {0};
         epi.col_bias = bias ? bias->data : NULL;
-        if (fgemm_epi_supported(c->node->act)) {
-            epi.act = c->node->act;
-            epi.a = c->node->act_a;
-            epi.b = c->node->act_b;
-            c->act_done = 1;
-        }
+        c->act_done = fgemm_epi_act(&epi, c->node);
         fgemm(p.nbatch * p.m, p.n, p.k, (const float *)ad, p.k, (const float *)bd, p.n, (float *)yd, p.n, &epi);
         return 0;
     }

@@ -84,8 +84,6 @@ static void round_to_precision(float *x, int64_t count, precision_t p)
     }
 }
 
-/* The fused epilogue (graph/fuse.c): the same formulas as the Relu, Clip,
- * LeakyRelu and Sigmoid kernels, on the layer's float32 output. */
 /* Sigmoid and SiLU of a fused layer, a block of elements per task: the
  * standalone Sigmoid's function (vmath.h, the same bits on every CPU),
  * then SiLU's product as the Mul computes it, so fusing changes no bit. */
@@ -104,6 +102,9 @@ static void act_block(void *ctx, int64_t t)
         memcpy(x, sig, (size_t)len * sizeof *x);
 }
 
+/* The fused epilogue (graph/fuse.c): the same formulas as the Relu, Clip,
+ * LeakyRelu and Sigmoid kernels (and Mul for SiLU), on the layer's float32
+ * output. */
 static void apply_activation(const node_t *n, float *x, int64_t count)
 {
     const float a = n->act_a, b = n->act_b;

@@ -43,22 +43,6 @@ int ew_shape_isx(op_ctx_t *c) { return ew_shape_unary(c, TM_FLOAT, 1); }
 FLOAT_UNARY(run_ceil, ceil(x))
 FLOAT_UNARY(run_floor, floor(x))
 FLOAT_UNARY(run_round, rint(x))          /* default rounding mode: half to even */
-/* Defines kernel `name`: float32 through vmath's array function VM
- * (vectorised, same bits on every CPU), float64 as EXPR. */
-#define VMATH_UNARY(name, VM, EXPR)                                             \
-    static int name##_range(const ew_job_t *j, int64_t s, int64_t e)            \
-    {                                                                           \
-        const dtype_t dt = j->c->in[0]->dtype;                                  \
-        if (dt == DT_FLOAT) {                                                   \
-            VM((const float *)j->x + s, (float *)j->o + s, e - s);              \
-            return 0;                                                           \
-        }                                                                       \
-        DISPATCH_FLOAT(dt, UN_RANGE(T, T, j->x, j->o, s, e, EXPR),              \
-                       return ew_bad_type(j->c, dt))                            \
-        return 0;                                                               \
-    }                                                                           \
-    int name(op_ctx_t *c) { return ew_unary(c, name##_range); }
-
 VMATH_UNARY(run_exp, vm_exp_f32, exp(x))
 VMATH_UNARY(run_tanh, vm_tanh_f32, tanh(x))
 FLOAT_UNARY(run_log, log(x))
