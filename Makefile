@@ -187,4 +187,7 @@ clean:
 help:
 	@sed -n '1,/^$$/p' Makefile | sed 's/^# \{0,1\}//'
 
+# Each concern beyond the core build keeps its rules in mk/NAME.mk.
+include $(sort $(wildcard mk/*.mk))
+
 -include $(shell find $(O)/obj -name '*.d' 2>/dev/null)

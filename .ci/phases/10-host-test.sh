@@ -1,0 +1,2 @@
+# The README's test command on this machine.
+make test
