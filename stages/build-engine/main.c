@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include "engine/build.h"
 #include "ops/blas.h"
+#include "util/args.h"
 
 static const char usage[] =
     "usage: build-engine MODEL.onnx -o ENGINE [options]\n"
@@ -23,6 +24,7 @@ static const char usage[] =
     "      --config FILE            precision config: per-layer constraints, strongly_typed\n"
     "      --layers-out FILE        write the layer report (JSON)\n"
     "      --no-fusion              keep activations as layers of their own\n"
+    "      @FILE                    more arguments, from FILE: a JSON array of strings (plan's .args)\n"
     "  -h, --help                   this text\n"
     "  -V, --version                print the version\n"
     "Exit: 0 built, 2 bad usage or bad model, 3 internal error.\n";
@@ -34,6 +36,7 @@ int main(int argc, char **argv)
         {"precision", required_argument, 0, 'p'}, {"config", required_argument, 0, 'c'}, {"layers-out", required_argument, 0, 'l'}, {"no-fusion", no_argument, 0, 'F'},
         {"help", no_argument, 0, 'h'}, {"version", no_argument, 0, 'V'}, {0, 0, 0, 0},
     };
+    args_expand("build-engine", &argc, &argv);
     const char *out = NULL, *layers = NULL;
     build_opts_t o = {0};
     o.input_shapes = calloc(argc + 1, sizeof *o.input_shapes);

@@ -29,6 +29,7 @@
 #include "compare/layerwise.h"
 #include "compare/report.h"
 #include "compare/convert.h"
+#include "util/args.h"
 
 static const char usage[] =
     "usage: compare A B [options]            (B is the reference)\n"
@@ -45,6 +46,7 @@ static const char usage[] =
     "  --layerwise --layers FILE   first diverging layer, from two --dump all runs\n"
     "  --local                     A ran each layer on B's inputs: rank layers by own error\n"
     "  -q, --quiet                 no text summary\n"
+    "  @FILE                       more arguments, from FILE: a JSON array of strings (plan's .args)\n"
     "  -h, --help | -V, --version\n"
     "Exit: 0 all pass, 1 a tensor fails, 2 bad usage or bad input, 3 internal error.\n";
 
@@ -131,6 +133,7 @@ static int run_convert(const args_t *a, int argc, char **argv)
 int main(int argc, char **argv)
 {
     args_t a = {0};
+    args_expand("compare", &argc, &argv);
     parse_args(argc, argv, &a);
     if (a.topoly) return run_convert(&a, argc - optind, argv + optind);
     if (argc - optind != 2) die_usage("compare", "expected A and B");

@@ -4,36 +4,20 @@
  * Every matrix cell is an ordinary chain of targets:
  *   pre/VARIANT.done -> engines/PRECISION.engine -> cells/V__P/out.done
  *   -> compare.json, map.json, and for precision cells dump/layerwise/local.
- * The arguments of each step live in a small .args file rewritten only when
- * they change, so editing one precision config or tolerance reruns exactly
- * the steps that use it. Every value reaching a recipe passed model.c's
- * alphabet check and is single-quoted as well. */
+ * The arguments of each step that come from the config live in its .args
+ * file (a JSON array the stage reads with @FILE), rewritten only when they
+ * change, so editing one precision config or tolerance reruns exactly the
+ * steps that use it, and no config value is ever make or shell syntax. The
+ * names and paths that make needs as targets pass write.c's check on the
+ * way in (and are single-quoted in recipes as well). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <jansson.h>
 #include "emit.h"
+#include "write.h"
 #include "util/fsutil.h"
 
-
-/* A growing string. */
-typedef struct sb { char *s; size_t n, cap; } sb_t;
-
-static void sb_printf(sb_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void sb_printf(sb_t *b, const char *fmt, ...)
-{
-    for (;;) {
-        va_list ap;
-        va_start(ap, fmt);
-        size_t room = b->cap - b->n;
-        int k = vsnprintf(b->s ? b->s + b->n : NULL, b->s ? room : 0, fmt, ap);
-        va_end(ap);
-        if (b->s && (size_t)k < room) { b->n += k; return; }
-        b->cap = (b->cap + k + 1) * 2;
-        b->s = xrealloc(b->s, b->cap);
-        if (!b->n) b->s[0] = 0;
-    }
-}
 
 static const char *ref_cell(const model_cfg_t *m, char *buf, size_t n)
 {
@@ -41,98 +25,113 @@ static const char *ref_cell(const model_cfg_t *m, char *buf, size_t n)
     return buf;
 }
 
-/* Where a variant's input tensor sets are, and the stamp that says they are complete. */
-static void pre_paths(const model_cfg_t *m, const char *dir, int v, char *sets, char *stamp, size_t n)
+/* Where a variant's input tensor sets are. */
+static void pre_sets(const model_cfg_t *m, const char *dir, int v, char *sets, size_t n)
 {
-    if (m->inputs) {
-        snprintf(sets, n, "%s", m->inputs);
-        stamp[0] = 0;
-        for (int i = 0; i < m->n_depends; i++) {
-            size_t k = strlen(stamp);
-            snprintf(stamp + k, n - k, "%s%s", k ? " " : "", m->depends[i]);
-        }
-    } else {
-        snprintf(sets, n, "%s/pre/%s", dir, m->variants[v].name);
-        snprintf(stamp, n, "%s/pre/%s.done", dir, m->variants[v].name);
-    }
+    if (m->inputs) snprintf(sets, n, "%s", m->inputs);
+    else snprintf(sets, n, "%s/pre/%s", dir, m->variants[v].name);
 }
 
-static int write_args(const char *dir, const char *name, const char *text, perr_t *e)
+/* The prerequisites that say a variant's sets are complete: its stamp, or
+ * for ready tensor sets the files the Makefile makes first. */
+static void put_stamp(plan_out_t *o, const char *dir, int v)
+{
+    const model_cfg_t *m = o->m;
+    if (!m->inputs) mk_printf(o, " %s/pre/%s.done", dir, m->variants[v].name);
+    for (int i = 0; m->inputs && i < m->n_depends; i++) mk_printf(o, " %s", m->depends[i]);
+}
+
+static void queue_args(plan_out_t *o, const char *dir, const char *name, json_t *args)
 {
     char path[1024];
     snprintf(path, sizeof path, "%s/%s", dir, name);
-    return write_if_changed(path, text, e);
+    plan_file_args(o, path, args);
 }
 
-static int emit_preprocess(const model_cfg_t *m, const char *dir, sb_t *mk, perr_t *e)
+/* Every value of a step lives in its argument file, the recipe names the file. */
+static void emit_preprocess(plan_out_t *o, const char *dir)
 {
-    if (m->inputs) return 0;
+    const model_cfg_t *m = o->m;
+    if (m->inputs) return;
     for (int v = 0; v < m->n_variants; v++) {
-        sb_t args = {0};
-        sb_printf(&args, "--config '%s'", m->variants[v].config);
-        for (int i = 0; i < m->n_pre_set; i++) sb_printf(&args, " --set '%s'", m->pre_set[i]);
-        sb_printf(&args, " --dataset '%s' --images '%s'", m->gt, m->images);
+        const char *vn = m->variants[v].name;
+        json_t *a = json_array();
+        args_add(o, a, "--config"); args_add(o, a, m->variants[v].config);
+        for (int i = 0; i < m->n_pre_set; i++) { args_add(o, a, "--set"); args_add(o, a, m->pre_set[i]); }
+        args_add(o, a, "--dataset"); args_add(o, a, m->gt);
+        args_add(o, a, "--images"); args_add(o, a, m->images);
         char an[256];
-        snprintf(an, sizeof an, "pre/%s.args", m->variants[v].name);
-        if (write_args(dir, an, args.s, e)) { free(args.s); return -1; }
-        sb_printf(mk, "%s/pre/%s.done: %s/%s %s %s $(PARITY_BIN)/preprocess\n", dir, m->variants[v].name, dir, an,
+        snprintf(an, sizeof an, "pre/%s.args", vn);
+        queue_args(o, dir, an, a);
+        mk_printf(o, "%s/pre/%s.done: %s/pre/%s.args %s %s $(PARITY_BIN)/preprocess\n", dir, vn, dir, vn,
                   m->variants[v].config, m->gt);
-        sb_printf(mk, "\t@echo '  PRE     %s %s'\n", m->name, m->variants[v].name);
-        sb_printf(mk, "\t$(Q)rm -f $@ && $(PARITY_BIN)/preprocess %s -o '%s/pre/%s' -j $(JOBS) && touch $@\n\n",
-                  args.s, dir, m->variants[v].name);
-        free(args.s);
+        mk_printf(o, "\t@echo '  PRE     %s %s'\n", m->name, vn);
+        mk_printf(o, "\t$(Q)rm -f $@ && $(PARITY_BIN)/preprocess @'%s/pre/%s.args' -o '%s/pre/%s' -j $(JOBS) && touch $@\n\n",
+                  dir, vn, dir, vn);
     }
-    return 0;
 }
 
-static int emit_engines(const model_cfg_t *m, const char *dir, sb_t *mk, perr_t *e)
+static void emit_engines(plan_out_t *o, const char *dir)
 {
+    const model_cfg_t *m = o->m;
     for (int p = 0; p < m->n_precisions; p++) {
         const char *pn = m->precisions[p].name;
         if (m->precisions[p].backend) continue;   /* run by its backend, from the ONNX file */
-        sb_t args = {0};
-        sb_printf(&args, "--config '%s'", m->precisions[p].config);
-        for (int i = 0; i < m->n_shapes; i++) sb_printf(&args, " --input-shape '%s'", m->shapes[i]);
+        json_t *a = json_array();
+        args_add(o, a, "--config"); args_add(o, a, m->precisions[p].config);
+        for (int i = 0; i < m->n_shapes; i++) { args_add(o, a, "--input-shape"); args_add(o, a, m->shapes[i]); }
         char an[256];
         snprintf(an, sizeof an, "engines/%s.args", pn);
-        if (write_args(dir, an, args.s, e)) { free(args.s); return -1; }
-        sb_printf(mk, "%s/engines/%s.engine: %s %s %s/%s $(PARITY_BIN)/build-engine", dir, pn, m->model,
-                  m->precisions[p].config, dir, an);
-        for (int i = 0; i < m->n_depends; i++) sb_printf(mk, " %s", m->depends[i]);
-        sb_printf(mk, "\n\t@echo '  ENGINE  %s %s'\n", m->name, pn);
-        sb_printf(mk, "\t$(Q)$(PARITY_BIN)/build-engine '%s' -o $@ --layers-out '%s/engines/%s.layers.json' %s 2>'%s/engines/%s.log' "
-                      "|| { cat '%s/engines/%s.log' >&2; exit 2; }\n\n",
-                  m->model, dir, pn, args.s, dir, pn, dir, pn);
-        free(args.s);
+        queue_args(o, dir, an, a);
+        mk_printf(o, "%s/engines/%s.engine: %s %s %s/engines/%s.args $(PARITY_BIN)/build-engine", dir, pn, m->model,
+                  m->precisions[p].config, dir, pn);
+        for (int i = 0; i < m->n_depends; i++) mk_printf(o, " %s", m->depends[i]);
+        mk_printf(o, "\n\t@echo '  ENGINE  %s %s'\n", m->name, pn);
+        mk_printf(o, "\t$(Q)$(PARITY_BIN)/build-engine '%s' -o $@ --layers-out '%s/engines/%s.layers.json' @'%s/engines/%s.args' "
+                     "2>'%s/engines/%s.log' || { cat '%s/engines/%s.log' >&2; exit 2; }\n\n",
+                  m->model, dir, pn, dir, pn, dir, pn, dir, pn);
     }
-    return 0;
 }
 
 /* The sample a layerwise dump runs on: the configured subfolder, else the first
  * sample folder of the set in sorted order (resolved when the recipe runs, after
  * preprocessing), else the set itself. One sample, never the whole data set: a
  * dump of every layer is about 100 MB per image on RT-DETR. */
-static void dump_input(const model_cfg_t *m, const char *sets, char *out, size_t n)
+static void put_dump_input(plan_out_t *o, const char *sets)
 {
-    if (m->layerwise_sample) snprintf(out, n, "%s/%s", sets, m->layerwise_sample);
-    else snprintf(out, n, "$(call parity_first_sample,%s)", sets);
+    if (o->m->layerwise_sample) mk_printf(o, "'%s/%s'", sets, o->m->layerwise_sample);
+    else mk_printf(o, "'$(call parity_first_sample,%s)'", sets);
 }
 
 /* Runs compare but keeps its verdict (exit 1) as data, not a make failure. */
 static const char compare_tail[] =
     " --json $@.tmp -q; rc=$$?; if [ $$rc -le 1 ] && [ -f $@.tmp ]; then mv $@.tmp $@; else rm -f $@.tmp; exit 2; fi\n\n";
 
-static int emit_cells(const model_cfg_t *m, const char *dir, sb_t *mk, perr_t *e)
+static void queue_compare_args(plan_out_t *o, const char *dir)
 {
-    char ref[256], sets[1024], stamp[2048], rsets[1024], rstamp[2048], dumpin[1200];
+    const model_cfg_t *m = o->m;
+    char num[64];
+    json_t *a = json_array();
+    snprintf(num, sizeof num, "%.10g", m->atol);
+    args_add(o, a, "--atol"); args_add(o, a, num);
+    snprintf(num, sizeof num, "%.10g", m->rtol);
+    args_add(o, a, "--rtol"); args_add(o, a, num);
+    args_add(o, a, "--check-error-stat"); args_add(o, a, m->error_stat);
+    for (int i = 0; i < m->n_tols; i++) {
+        snprintf(num, sizeof num, "=%.10g,%.10g", m->tols[i].atol, m->tols[i].rtol);
+        args_add(o, a, "--per-tensor"); args_add2(o, a, m->tols[i].name, num);
+    }
+    queue_args(o, dir, "compare.args", a);
+}
+
+static void emit_cells(plan_out_t *o, const char *dir)
+{
+    const model_cfg_t *m = o->m;
+    char ref[256], sets[1024];
     ref_cell(m, ref, sizeof ref);
-    pre_paths(m, dir, m->ref_variant, rsets, rstamp, sizeof rsets);
-    sb_t cargs = {0};
-    sb_printf(&cargs, "--atol %.10g --rtol %.10g --check-error-stat '%s'", m->atol, m->rtol, m->error_stat);
-    for (int i = 0; i < m->n_tols; i++) sb_printf(&cargs, " --per-tensor '%s=%.10g,%.10g'", m->tols[i].name, m->tols[i].atol, m->tols[i].rtol);
-    if (write_args(dir, "compare.args", cargs.s, e)) { free(cargs.s); return -1; }
+    queue_compare_args(o, dir);
     for (int v = 0; v < m->n_variants; v++) {
-        pre_paths(m, dir, v, sets, stamp, sizeof sets);
+        pre_sets(m, dir, v, sets, sizeof sets);
         for (int p = 0; p < m->n_precisions; p++) {
             char cell[256], cd[1024];
             snprintf(cell, sizeof cell, "%s__%s", m->variants[v].name, m->precisions[p].name);
@@ -143,115 +142,120 @@ static int emit_cells(const model_cfg_t *m, const char *dir, sb_t *mk, perr_t *e
             /* layerwise needs dumps of both sides: parity cells only */
             int precision_cell = v == m->ref_variant && !backend && !m->precisions[m->ref_precision].backend;
             if (backend) {
-                sb_printf(mk, "%s/out.done: %s %s %s\n", cd, m->model, backend, stamp);
-                sb_printf(mk, "\t@echo '  BACKEND %s %s'\n", m->name, cell);
-                sb_printf(mk, "\t$(Q)rm -f $@ && mkdir -p '%s' && '%s' run --model '%s' --input '%s' --output '%s/out' "
-                              "--threads $(THREADS) --stats '%s/stats.json' && touch $@\n\n", cd, backend, m->model, sets, cd, cd);
+                mk_printf(o, "%s/out.done: %s %s", cd, m->model, backend);
+                put_stamp(o, dir, v);
+                mk_printf(o, "\n\t@echo '  BACKEND %s %s'\n", m->name, cell);
+                mk_printf(o, "\t$(Q)rm -f $@ && mkdir -p '%s' && '%s' run --model '%s' --input '%s' --output '%s/out' "
+                             "--threads $(THREADS) --stats '%s/stats.json' && touch $@\n\n", cd, backend, m->model, sets, cd, cd);
             } else {
-                sb_printf(mk, "%s/out.done: %s/engines/%s.engine %s $(PARITY_BIN)/infer\n", cd, dir, pn, stamp);
-                sb_printf(mk, "\t@echo '  INFER   %s %s'\n", m->name, cell);
-                sb_printf(mk, "\t$(Q)rm -f $@ && mkdir -p '%s' && $(PARITY_BIN)/infer '%s/engines/%s.engine' -i '%s' -o '%s/out' "
-                              "--threads $(THREADS) --stats '%s/stats.json' && touch $@\n\n", cd, dir, pn, sets, cd, cd);
+                mk_printf(o, "%s/out.done: %s/engines/%s.engine", cd, dir, pn);
+                put_stamp(o, dir, v);
+                mk_printf(o, " $(PARITY_BIN)/infer\n\t@echo '  INFER   %s %s'\n", m->name, cell);
+                mk_printf(o, "\t$(Q)rm -f $@ && mkdir -p '%s' && $(PARITY_BIN)/infer '%s/engines/%s.engine' -i '%s' -o '%s/out' "
+                             "--threads $(THREADS) --stats '%s/stats.json' && touch $@\n\n", cd, dir, pn, sets, cd, cd);
             }
             if (!is_ref) {
-                sb_printf(mk, "%s/compare.json: %s/out.done %s/cells/%s/out.done %s/compare.args $(PARITY_BIN)/compare\n",
+                mk_printf(o, "%s/compare.json: %s/out.done %s/cells/%s/out.done %s/compare.args $(PARITY_BIN)/compare\n",
                           cd, cd, dir, ref, dir);
-                sb_printf(mk, "\t@echo '  COMPARE %s %s'\n", m->name, cell);
-                sb_printf(mk, "\t$(Q)$(PARITY_BIN)/compare '%s/out' '%s/cells/%s/out' %s%s", cd, dir, ref, cargs.s, compare_tail);
+                mk_printf(o, "\t@echo '  COMPARE %s %s'\n", m->name, cell);
+                mk_printf(o, "\t$(Q)$(PARITY_BIN)/compare '%s/out' '%s/cells/%s/out' @'%s/compare.args'", cd, dir, ref, dir);
+                mk_printf(o, compare_tail);
             }
             if (m->detection) {
-                sb_printf(mk, "%s/map.json: %s/out.done %s/detection.yaml $(PARITY_BIN)/map-eval\n", cd, cd, dir);
-                sb_printf(mk, "\t@echo '  MAP     %s %s'\n", m->name, cell);
-                sb_printf(mk, "\t$(Q)$(PARITY_BIN)/map-eval --gt '%s' --dt '%s/out' --meta '%s' --decode '%s/detection.yaml' "
-                              "--section . --json $@ -q\n\n", m->gt, cd, sets, dir);
+                mk_printf(o, "%s/map.json: %s/out.done %s/detection.yaml $(PARITY_BIN)/map-eval\n", cd, cd, dir);
+                mk_printf(o, "\t@echo '  MAP     %s %s'\n", m->name, cell);
+                mk_printf(o, "\t$(Q)$(PARITY_BIN)/map-eval --gt '%s' --dt '%s/out' --meta '%s' --decode '%s/detection.yaml' "
+                             "--section . --json $@ -q\n\n", m->gt, cd, sets, dir);
             }
             if (precision_cell) {
-                dump_input(m, sets, dumpin, sizeof dumpin);
-                sb_printf(mk, "%s/dump.done: %s/engines/%s.engine %s $(PARITY_BIN)/infer\n", cd, dir, pn, stamp);
-                sb_printf(mk, "\t@echo '  DUMP    %s %s'\n", m->name, cell);
-                sb_printf(mk, "\t$(Q)rm -f $@ && $(PARITY_BIN)/infer '%s/engines/%s.engine' -i '%s' -o '%s/dump' --dump all && touch $@\n\n",
-                          dir, pn, dumpin, cd);
+                mk_printf(o, "%s/dump.done: %s/engines/%s.engine", cd, dir, pn);
+                put_stamp(o, dir, v);
+                mk_printf(o, " $(PARITY_BIN)/infer\n\t@echo '  DUMP    %s %s'\n", m->name, cell);
+                mk_printf(o, "\t$(Q)rm -f $@ && $(PARITY_BIN)/infer '%s/engines/%s.engine' -i ", dir, pn);
+                put_dump_input(o, sets);
+                mk_printf(o, " -o '%s/dump' --dump all && touch $@\n\n", cd);
             }
             if (precision_cell && !is_ref) {
-                sb_printf(mk, "%s/layerwise.json: %s/dump.done %s/cells/%s/dump.done %s/compare.args $(PARITY_BIN)/compare\n",
+                mk_printf(o, "%s/layerwise.json: %s/dump.done %s/cells/%s/dump.done %s/compare.args $(PARITY_BIN)/compare\n",
                           cd, cd, dir, ref, dir);
-                sb_printf(mk, "\t@echo '  LAYERS  %s %s'\n", m->name, cell);
-                sb_printf(mk, "\t$(Q)$(PARITY_BIN)/compare --layerwise --layers '%s/engines/%s.layers.json' '%s/dump' '%s/cells/%s/dump' %s%s",
-                          dir, pn, cd, dir, ref, cargs.s, compare_tail);
-                sb_printf(mk, "%s/local.done: %s/engines/%s.engine %s/cells/%s/dump.done $(PARITY_BIN)/infer\n", cd, dir, pn, dir, ref);
-                sb_printf(mk, "\t@echo '  LOCAL   %s %s'\n", m->name, cell);
-                sb_printf(mk, "\t$(Q)rm -f $@ && $(PARITY_BIN)/infer '%s/engines/%s.engine' -i '%s' -o '%s/local' --dump all "
-                              "--reference '%s/cells/%s/dump' && touch $@\n\n", dir, pn, dumpin, cd, dir, ref);
-                sb_printf(mk, "%s/local.json: %s/local.done %s/cells/%s/dump.done %s/compare.args $(PARITY_BIN)/compare\n",
+                mk_printf(o, "\t@echo '  LAYERS  %s %s'\n", m->name, cell);
+                mk_printf(o, "\t$(Q)$(PARITY_BIN)/compare --layerwise --layers '%s/engines/%s.layers.json' '%s/dump' '%s/cells/%s/dump' "
+                             "@'%s/compare.args'", dir, pn, cd, dir, ref, dir);
+                mk_printf(o, compare_tail);
+                mk_printf(o, "%s/local.done: %s/engines/%s.engine %s/cells/%s/dump.done $(PARITY_BIN)/infer\n", cd, dir, pn, dir, ref);
+                mk_printf(o, "\t@echo '  LOCAL   %s %s'\n", m->name, cell);
+                mk_printf(o, "\t$(Q)rm -f $@ && $(PARITY_BIN)/infer '%s/engines/%s.engine' -i ", dir, pn);
+                put_dump_input(o, sets);
+                mk_printf(o, " -o '%s/local' --dump all --reference '%s/cells/%s/dump' && touch $@\n\n", cd, dir, ref);
+                mk_printf(o, "%s/local.json: %s/local.done %s/cells/%s/dump.done %s/compare.args $(PARITY_BIN)/compare\n",
                           cd, cd, dir, ref, dir);
-                sb_printf(mk, "\t@echo '  LOCAL   %s %s (compare)'\n", m->name, cell);
-                sb_printf(mk, "\t$(Q)$(PARITY_BIN)/compare --layerwise --local --layers '%s/engines/%s.layers.json' '%s/local' '%s/cells/%s/dump' %s%s",
-                          dir, pn, cd, dir, ref, cargs.s, compare_tail);
+                mk_printf(o, "\t@echo '  LOCAL   %s %s (compare)'\n", m->name, cell);
+                mk_printf(o, "\t$(Q)$(PARITY_BIN)/compare --layerwise --local --layers '%s/engines/%s.layers.json' '%s/local' "
+                             "'%s/cells/%s/dump' @'%s/compare.args'", dir, pn, cd, dir, ref, dir);
+                mk_printf(o, compare_tail);
             }
         }
     }
-    free(cargs.s);
-    return 0;
 }
 
 /* The results a cell's report needs, as make prerequisites. */
-static void cell_results(const model_cfg_t *m, const char *dir, int v, int p, sb_t *b)
+static void put_cell_results(plan_out_t *o, const char *dir, int v, int p)
 {
+    const model_cfg_t *m = o->m;
     char cd[1024];
     snprintf(cd, sizeof cd, "%s/cells/%s__%s", dir, m->variants[v].name, m->precisions[p].name);
     int is_ref = v == m->ref_variant && p == m->ref_precision;
     int layerwise = v == m->ref_variant && !is_ref && !m->precisions[p].backend && !m->precisions[m->ref_precision].backend;
-    sb_printf(b, " %s/out.done", cd);
-    if (!is_ref) sb_printf(b, " %s/compare.json", cd);
-    if (m->detection) sb_printf(b, " %s/map.json", cd);
-    if (layerwise) sb_printf(b, " %s/layerwise.json %s/local.json", cd, cd);
+    mk_printf(o, " %s/out.done", cd);
+    if (!is_ref) mk_printf(o, " %s/compare.json", cd);
+    if (m->detection) mk_printf(o, " %s/map.json", cd);
+    if (layerwise) mk_printf(o, " %s/layerwise.json %s/local.json", cd, cd);
 }
 
-static int emit_selection(const model_cfg_t *m, const char *dir, sb_t *mk)
+static void emit_selection(plan_out_t *o, const char *dir)
 {
+    const model_cfg_t *m = o->m;
     const char *M = m->name;
     char ref[256];
     ref_cell(m, ref, sizeof ref);
-    sb_printf(mk, "%s_VARIANTS := ", M);
-    for (int v = 0; v < m->n_variants; v++) sb_printf(mk, "%s ", m->variants[v].name);
-    sb_printf(mk, "\n%s_PRECISIONS := ", M);
-    for (int p = 0; p < m->n_precisions; p++) sb_printf(mk, "%s ", m->precisions[p].name);
-    sb_printf(mk, "\n%s_REF := %s\n", M, ref);
+    mk_printf(o, "%s_VARIANTS := ", M);
+    for (int v = 0; v < m->n_variants; v++) mk_printf(o, "%s ", m->variants[v].name);
+    mk_printf(o, "\n%s_PRECISIONS := ", M);
+    for (int p = 0; p < m->n_precisions; p++) mk_printf(o, "%s ", m->precisions[p].name);
+    mk_printf(o, "\n%s_REF := %s\n", M, ref);
     /* VARIANTS= / PRECISIONS= narrow the matrix; the reference cell always runs */
-    sb_printf(mk, "%s_SEL_V := $(if $(VARIANTS),$(filter $(VARIANTS),$(%s_VARIANTS)),$(%s_VARIANTS))\n", M, M, M);
-    sb_printf(mk, "%s_SEL_P := $(if $(PRECISIONS),$(filter $(PRECISIONS),$(%s_PRECISIONS)),$(%s_PRECISIONS))\n", M, M, M);
-    sb_printf(mk, "$(if $(%s_SEL_V),,$(error %s: VARIANTS='$(VARIANTS)' selects none of: $(%s_VARIANTS)))\n", M, M, M);
-    sb_printf(mk, "$(if $(%s_SEL_P),,$(error %s: PRECISIONS='$(PRECISIONS)' selects none of: $(%s_PRECISIONS)))\n", M, M, M);
-    sb_printf(mk, "%s_CELLS := $(sort %s $(foreach v,$(%s_SEL_V),$(foreach p,$(%s_SEL_P),$(v)__$(p))))\n", M, ref, M, M);
+    mk_printf(o, "%s_SEL_V := $(if $(VARIANTS),$(filter $(VARIANTS),$(%s_VARIANTS)),$(%s_VARIANTS))\n", M, M, M);
+    mk_printf(o, "%s_SEL_P := $(if $(PRECISIONS),$(filter $(PRECISIONS),$(%s_PRECISIONS)),$(%s_PRECISIONS))\n", M, M, M);
+    mk_printf(o, "$(if $(%s_SEL_V),,$(error %s: VARIANTS='$(VARIANTS)' selects none of: $(%s_VARIANTS)))\n", M, M, M);
+    mk_printf(o, "$(if $(%s_SEL_P),,$(error %s: PRECISIONS='$(PRECISIONS)' selects none of: $(%s_PRECISIONS)))\n", M, M, M);
+    mk_printf(o, "%s_CELLS := $(sort %s $(foreach v,$(%s_SEL_V),$(foreach p,$(%s_SEL_P),$(v)__$(p))))\n", M, ref, M, M);
     /* each cell's result files */
     for (int v = 0; v < m->n_variants; v++)
         for (int p = 0; p < m->n_precisions; p++) {
-            sb_t b = {0};
-            cell_results(m, dir, v, p, &b);
-            sb_printf(mk, "%s_RESULTS_%s__%s :=%s\n", M, m->variants[v].name, m->precisions[p].name, b.s);
-            free(b.s);
+            mk_printf(o, "%s_RESULTS_%s__%s :=", M, m->variants[v].name, m->precisions[p].name);
+            put_cell_results(o, dir, v, p);
+            mk_printf(o, "\n");
         }
-    sb_printf(mk, "\n%s/selection.txt: FORCE\n", dir);
-    sb_printf(mk, "\t@echo '$(%s_CELLS)' | cmp -s - $@ || echo '$(%s_CELLS)' > $@\n\n", M, M);
-    sb_printf(mk, "reports/%s/results.json: $(foreach c,$(%s_CELLS),$(%s_RESULTS_$(c))) %s/selection.txt %s/plan.json $(PARITY_BIN)/report\n",
+    mk_printf(o, "\n%s/selection.txt: FORCE\n", dir);
+    mk_printf(o, "\t@echo '$(%s_CELLS)' | cmp -s - $@ || echo '$(%s_CELLS)' > $@\n\n", M, M);
+    mk_printf(o, "reports/%s/results.json: $(foreach c,$(%s_CELLS),$(%s_RESULTS_$(c))) %s/selection.txt %s/plan.json $(PARITY_BIN)/report\n",
               M, M, M, dir, dir);
-    sb_printf(mk, "\t@echo '  REPORT  %s'\n", M);
-    sb_printf(mk, "\t$(Q)$(PARITY_BIN)/report --plan '%s/plan.json' --cells \"$(%s_CELLS)\" -o 'reports/%s'\n\n", dir, M, M);
-    sb_printf(mk, "validate-%s: reports/%s/results.json\n", M, M);
+    mk_printf(o, "\t@echo '  REPORT  %s'\n", M);
+    mk_printf(o, "\t$(Q)$(PARITY_BIN)/report --plan '%s/plan.json' --cells \"$(%s_CELLS)\" -o 'reports/%s'\n\n", dir, M, M);
+    mk_printf(o, "validate-%s: reports/%s/results.json\n", M, M);
     /* "not older" rather than "newer": file times are coarse, and the
      * stamp can share the report's timestamp */
-    sb_printf(mk, "\t@if [ -f '%s/.validated' ] && ! [ 'reports/%s/results.json' -nt '%s/.validated' ]; then "
-                  "echo 'validate: %s: nothing changed since the last run'; fi; touch '%s/.validated'\n",
+    mk_printf(o, "\t@if [ -f '%s/.validated' ] && ! [ 'reports/%s/results.json' -nt '%s/.validated' ]; then "
+                 "echo 'validate: %s: nothing changed since the last run'; fi; touch '%s/.validated'\n",
               dir, M, dir, M, dir);
-    sb_printf(mk, "\t@$(PARITY_BIN)/report --verdict 'reports/%s/results.json' || true\n\n", M);
-    sb_printf(mk, ".PHONY: validate-%s\n", M);
-    return 0;
+    mk_printf(o, "\t@$(PARITY_BIN)/report --verdict 'reports/%s/results.json' || true\n\n", M);
+    mk_printf(o, ".PHONY: validate-%s\n", M);
 }
 
 static json_t *plan_json(const model_cfg_t *m, const char *dir)
 {
     json_t *root = json_object(), *cells = json_array();
-    char ref[256], buf[2048], sets[1024], stamp[2048];
+    char ref[256], buf[2048], sets[1024];
     json_object_set_new(root, "model", json_string(m->name));
     json_object_set_new(root, "config", json_string(m->path));
     json_object_set_new(root, "onnx", json_string(m->model));
@@ -275,7 +279,7 @@ static json_t *plan_json(const model_cfg_t *m, const char *dir)
     json_object_set_new(th, "require_compare", json_boolean(m->require_compare));
     json_object_set_new(root, "thresholds", th);
     for (int v = 0; v < m->n_variants; v++) {
-        pre_paths(m, dir, v, sets, stamp, sizeof sets);
+        pre_sets(m, dir, v, sets, sizeof sets);
         for (int p = 0; p < m->n_precisions; p++) {
             int is_ref = v == m->ref_variant && p == m->ref_precision;
             int prec = v == m->ref_variant && !m->precisions[p].backend && !m->precisions[m->ref_precision].backend;
@@ -316,38 +320,36 @@ static json_t *plan_json(const model_cfg_t *m, const char *dir)
 
 int plan_emit(const model_cfg_t *m, const char *dir, perr_t *e)
 {
+    plan_out_t o = {.m = m, .e = e};
     char path[1024];
-    const char *subs[] = {"pre", "engines", "cells", "configs"};
-    for (size_t i = 0; i < sizeof subs / sizeof *subs; i++) {
-        snprintf(path, sizeof path, "%s/%s", dir, subs[i]);
-        if (mkdir_p(path, e)) return -1;
-    }
+    for (int v = 0; v < m->n_variants; v++)
+        if (m->variants[v].text) plan_file(&o, m->variants[v].config, xstrdup(m->variants[v].text));
+    for (int p = 0; p < m->n_precisions; p++)
+        if (m->precisions[p].text) plan_file(&o, m->precisions[p].config, xstrdup(m->precisions[p].text));
     if (m->detection) {
         json_t *d = cfg_node_to_json(config_get(m->cfg, "detection"));
-        char *text = json_dumps(d, JSON_SORT_KEYS | JSON_INDENT(1));
-        json_decref(d);
         snprintf(path, sizeof path, "%s/detection.yaml", dir);
-        int rc = write_if_changed(path, text, e);
-        free(text);
-        if (rc) return -1;
+        plan_file(&o, path, json_dumps(d, JSON_SORT_KEYS | JSON_INDENT(1)));   /* JSON is YAML */
+        json_decref(d);
     }
-    sb_t mk = {0};
-    sb_printf(&mk, "# build/%s/plan.mk — generated by `plan` from %s; do not edit.\n", m->name, m->path);
-    sb_printf(&mk, "PLAN_MODELS += %s\n", m->name);
-    sb_printf(&mk, "parity_first_sample = $(or $(firstword $(sort $(patsubst %%/,%%,$(dir $(wildcard $(1)/*/.))))),$(1))\n");
-    if (emit_selection(m, dir, &mk) || emit_preprocess(m, dir, &mk, e) || emit_engines(m, dir, &mk, e) ||
-        emit_cells(m, dir, &mk, e)) {
-        free(mk.s);
-        return -1;
-    }
+    /* the header names the config file: a comment, but a newline would end it */
+    mk_printf(&o, "# %s/plan.mk — generated by `plan` from %s; do not edit.\n", dir, m->path);
+    mk_printf(&o, "PLAN_MODELS += %s\n", m->name);
+    mk_printf(&o, "parity_first_sample = $(or $(firstword $(sort $(patsubst %%/,%%,$(dir $(wildcard $(1)/*/.))))),$(1))\n");
+    emit_selection(&o, dir);
+    emit_preprocess(&o, dir);
+    emit_engines(&o, dir);
+    emit_cells(&o, dir);
     json_t *pj = plan_json(m, dir);
-    char *text = json_dumps(pj, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
-    json_decref(pj);
     snprintf(path, sizeof path, "%s/plan.json", dir);
-    int rc = write_if_changed(path, text, e);
-    free(text);
-    snprintf(path, sizeof path, "%s/plan.mk", dir);
-    if (!rc) rc = atomic_write(path, mk.s, mk.n, e);   /* always: make needs it newer than the config */
-    free(mk.s);
+    plan_file(&o, path, json_dumps(pj, JSON_INDENT(1) | JSON_PRESERVE_ORDER));
+    json_decref(pj);
+    const char *subs[] = {"pre", "engines", "cells"};
+    for (size_t i = 0; !e->code && i < sizeof subs / sizeof *subs; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, subs[i]);
+        if (mkdir_p(path, e)) break;
+    }
+    int rc = plan_out_commit(&o, dir);
+    plan_out_free(&o);
     return rc;
 }

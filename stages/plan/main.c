@@ -16,6 +16,8 @@
 static const char usage[] =
     "usage: plan CONFIG.yaml -o DIR\n"
     "  -o, --output DIR   where plan.mk, plan.json and the per-step argument files go\n"
+    "      --schema       print every key a model config may hold (a JSON array of map\n"
+    "                     keys, \"*\" any key, \"[]\" a list item), a tab, what it holds\n"
     "  -h, --help | -V, --version\n"
     "Exit: 0 written, 2 bad config (one line: file:line:col and the problem), 3 internal error.\n";
 
@@ -23,7 +25,7 @@ int main(int argc, char **argv)
 {
     static const struct option longopts[] = {
         {"output", required_argument, 0, 'o'}, {"help", no_argument, 0, 'h'},
-        {"version", no_argument, 0, 'V'}, {0, 0, 0, 0},
+        {"version", no_argument, 0, 'V'}, {"schema", no_argument, 0, 'S'}, {0, 0, 0, 0},
     };
     const char *out = NULL;
     int c;
@@ -32,6 +34,7 @@ int main(int argc, char **argv)
         case 'o': out = optarg; break;
         case 'h': fputs(usage, stdout); return 0;
         case 'V': puts("plan (parity) 0.1.0"); return 0;
+        case 'S': model_print_schema(); return 0;
         default: die_usage("plan", "unknown option");
         }
     }

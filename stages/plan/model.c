@@ -7,13 +7,99 @@
 #include <stdlib.h>
 #include <string.h>
 #include "model.h"
+#include "config/schema.h"
 #include "util/fsutil.h"
 
-static const char *const model_keys[] = {
-    "name", "description", "model", "inputs", "input_shapes", "dataset.gt", "dataset.images", "variants",
-    "preprocess", "precisions", "reference.variant", "reference.precision", "compare.atol", "compare.rtol",
-    "compare.check_error_stat", "compare.outputs", "detection", "thresholds.max_map_drop",
-    "thresholds.min_map", "thresholds.require_compare", "layerwise_sample", "depends", NULL};
+/* The model config's schema: every key and what it holds. config_check_keys
+ * takes its patterns from here, and `plan --schema` prints it with the key
+ * tables of the configs it embeds, so tests/stage/plan_injection.t probes
+ * every key there is: a key added here is probed, and one deleted here is
+ * no longer accepted in a config. Paths are dotted; "*" is any map key,
+ * "[]" a list item. */
+typedef struct model_key {
+    const char *path, *what;
+    const char *const *sub;   /* keys of an embedded config kind */
+    int flat;                 /* sub keys are single map keys ("resize.size"), as --set takes them */
+} model_key_t;
+
+static const model_key_t model_schema[] = {
+    {"name", "name"},
+    {"description", "text (read by no step)"},
+    {"model", "path"},
+    {"inputs", "path"},
+    {"input_shapes.*", "tensor name: shape"},
+    {"dataset.gt", "path"},
+    {"dataset.images", "path"},
+    {"depends.[]", "path"},
+    {"variants.[]", "name of configs/preprocess/NAME.yaml"},
+    {"variants.[].name", "name"},
+    {"variants.[].config", "inline preprocess config", prep_config_keys, 0},
+    {"preprocess", "preprocess key: value (preprocess --set)", prep_config_keys, 1},
+    {"precisions.[]", "name of configs/precisions/NAME.yaml"},
+    {"precisions.[].name", "name"},
+    {"precisions.[].backend", "backend name or path"},
+    {"precisions.[].config", "inline precision config", precision_config_keys, 0},
+    {"reference.variant", "name"},
+    {"reference.precision", "name"},
+    {"compare.atol", "number"},
+    {"compare.rtol", "number"},
+    {"compare.check_error_stat", "name"},
+    {"compare.outputs.*", "tensor name: {atol, rtol}"},
+    {"compare.outputs.*.atol", "number"},
+    {"compare.outputs.*.rtol", "number"},
+    {"detection", "detection decoding (map-eval)", decode_config_keys, 0},
+    {"thresholds.max_map_drop", "number"},
+    {"thresholds.min_map", "number"},
+    {"thresholds.require_compare", "bool"},
+    {"layerwise_sample", "name"},
+};
+#define N_MODEL_KEYS (sizeof model_schema / sizeof *model_schema)
+
+/* config_check_keys' patterns: each schema path up to its first list item
+ * (a pattern allows everything below it). */
+static const char *const *model_key_patterns(void)
+{
+    static char buf[N_MODEL_KEYS][64];
+    static const char *pats[N_MODEL_KEYS + 1];
+    for (size_t i = 0; i < N_MODEL_KEYS; i++) {
+        snprintf(buf[i], sizeof buf[i], "%s", model_schema[i].path);
+        char *li = strstr(buf[i], ".[]");
+        if (li) *li = 0;
+        pats[i] = buf[i];
+    }
+    return pats;
+}
+
+/* One schema line: the path as a JSON array of map keys ("*" any key, "[]" a
+ * list item), a tab, what the value is. */
+static void print_key(const char *path, const char *sub, int flat, const char *what)
+{
+    json_t *a = json_array();
+    char *p = xstrdup(path);
+    for (char *s = strtok(p, "."); s; s = strtok(NULL, ".")) json_array_append_new(a, json_string(s));
+    free(p);
+    if (sub && flat) {
+        json_array_append_new(a, json_string(sub));
+    } else if (sub) {
+        p = xstrdup(sub);
+        for (char *s = strtok(p, "."); s; s = strtok(NULL, ".")) json_array_append_new(a, json_string(s));
+        free(p);
+    }
+    char *text = json_dumps(a, JSON_COMPACT);
+    printf("%s\t%s\n", text, what);
+    free(text);
+    json_decref(a);
+}
+
+void model_print_schema(void)
+{
+    for (size_t i = 0; i < N_MODEL_KEYS; i++) {
+        const model_key_t *k = &model_schema[i];
+        if (!k->sub) { print_key(k->path, NULL, 0, k->what); continue; }
+        if (k->flat) print_key(k->path, "*", 1, k->what);   /* the key itself reaches the step too */
+        for (int j = 0; k->sub[j]; j++) print_key(k->path, k->sub[j], k->flat, k->what);
+    }
+}
 
 int safe_name(const char *s)
 {
@@ -53,7 +139,7 @@ static int get_checked(const model_cfg_t *m, const cfg_node_t *nd, const char *k
 
 /* An entry of variants: / precisions: a name, or {name: N, config: {...}}. */
 static int load_entry(model_cfg_t *m, const cfg_node_t *nd, const char *what, const char *dir,
-                      const char *build_dir, char **name, char **file, char **backend, perr_t *e)
+                      const char *build_dir, char **name, char **file, char **text, char **backend, perr_t *e)
 {
     char where[256];
     if (nd->kind == CFG_SCALAR) {
@@ -88,16 +174,12 @@ static int load_entry(model_cfg_t *m, const cfg_node_t *nd, const char *what, co
         return BAD(e, "%s: %s: an inline entry needs 'name' and a 'config' mapping", cfg_node_where(nd, where, sizeof where), what);
     if (get_checked(m, nn, "name", 0, name, e)) return -1;
     json_t *j = cfg_node_to_json(cc);
-    char *text = json_dumps(j, JSON_SORT_KEYS | JSON_INDENT(1));
+    *text = json_dumps(j, JSON_SORT_KEYS | JSON_INDENT(1));   /* JSON is YAML */
     json_decref(j);
     size_t l = strlen(build_dir) + strlen(what) + strlen(*name) + 32;
     *file = xmalloc(l);
-    snprintf(*file, l, "%s/configs", build_dir);
-    int rc = mkdir_p(*file, e);
     snprintf(*file, l, "%s/configs/%s-%s.yaml", build_dir, what, *name);
-    if (!rc) rc = write_if_changed(*file, text, e);   /* JSON is YAML */
-    free(text);
-    return rc;
+    return 0;
 }
 
 static int load_list(model_cfg_t *m, const char *key, const char *dir, const char *build_dir, perr_t *e)
@@ -108,19 +190,21 @@ static int load_list(model_cfg_t *m, const char *key, const char *dir, const cha
     if (l->kind != CFG_SEQ || l->n == 0 || l->n > PLAN_MAX)
         return BAD(e, "%s: %s: expected a list of 1 to %d names", cfg_node_where(l, where, sizeof where), key, PLAN_MAX);
     for (int64_t i = 0; i < l->n; i++) {
-        char *name = NULL, *file = NULL, *backend = NULL;
+        char *name = NULL, *file = NULL, *text = NULL, *backend = NULL;
         const char *what = !strcmp(key, "variants") ? "variant" : "precision";
-        if (load_entry(m, l->items[i], what, !strcmp(key, "variants") ? "configs/preprocess" : "configs/precisions",
-                       build_dir, &name, &file, &backend, e))
-            return -1;
-        if (!strcmp(key, "variants")) {
+        int rc = load_entry(m, l->items[i], what, !strcmp(key, "variants") ? "configs/preprocess" : "configs/precisions",
+                            build_dir, &name, &file, &text, &backend, e);
+        if (!strcmp(key, "variants")) {   /* owned by m even when it failed */
             m->variants[m->n_variants].name = name;
+            m->variants[m->n_variants].text = text;
             m->variants[m->n_variants++].config = file;
         } else {
             m->precisions[m->n_precisions].name = name;
             m->precisions[m->n_precisions].backend = backend;
+            m->precisions[m->n_precisions].text = text;
             m->precisions[m->n_precisions++].config = file;
         }
+        if (rc) return -1;
     }
     return 0;
 }
@@ -148,11 +232,14 @@ static int load_map_pairs(model_cfg_t *m, const char *key, char **dst, int *n, i
     for (int64_t i = 0; i < mp->n; i++) {
         const char *v;
         if (cfg_node_str(mp->items[i], mp->keys[i], &v, e) < 0) return -1;
+        /* preprocess values are YAML ([0.485, 0.456, 0.406]): they travel in an
+         * argument file, verbatim (write.c); shapes and key names are names */
         int okk = shapes ? safe_name(mp->keys[i]) : safe_path(mp->keys[i]);
-        int okv = shapes ? safe_name(v) : (safe_path(v) || (v[0] == '[' && !strpbrk(v, "$`;'\"\\")));
+        int okv = shapes ? safe_name(v) : 1;
         if (!okk || !okv)
-            return BAD(e, "%s: %s.%s: '%s' is not allowed (letters, digits and . _ - / + only)",
-                       cfg_node_where(mp->items[i], where, sizeof where), key, mp->keys[i], v);
+            return BAD(e, "%s: %s.%s: %s '%s' is not allowed (letters, digits and . _ - / + only)",
+                       cfg_node_where(mp->items[i], where, sizeof where), key, mp->keys[i], okk ? "value" : "key",
+                       okk ? v : mp->keys[i]);
         size_t l = strlen(mp->keys[i]) + strlen(v) + 2;
         dst[*n] = xmalloc(l);
         snprintf(dst[(*n)++], l, "%s=%s", mp->keys[i], v);
@@ -196,7 +283,7 @@ int model_load(model_cfg_t *m, const char *path, const char *build_dir, perr_t *
     m->require_compare = 1;
     m->cfg = config_load(path, e);
     if (!m->cfg) return -1;
-    if (config_check_keys(m->cfg, model_keys, e)) return -1;
+    if (config_check_keys(m->cfg, model_key_patterns(), e)) return -1;
     const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
     char *stem = xstrndup(base, strcspn(base, "."));
     const char *name = stem;
@@ -244,9 +331,10 @@ int model_load(model_cfg_t *m, const char *path, const char *build_dir, perr_t *
 
 void model_free(model_cfg_t *m)
 {
-    for (int i = 0; i < m->n_variants; i++) { free(m->variants[i].name); free(m->variants[i].config); }
+    for (int i = 0; i < m->n_variants; i++) { free(m->variants[i].name); free(m->variants[i].config); free(m->variants[i].text); }
     for (int i = 0; i < m->n_precisions; i++) {
         free(m->precisions[i].name); free(m->precisions[i].config); free(m->precisions[i].backend);
+        free(m->precisions[i].text);
     }
     for (int i = 0; i < m->n_shapes; i++) free(m->shapes[i]);
     for (int i = 0; i < m->n_pre_set; i++) free(m->pre_set[i]);

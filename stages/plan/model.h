@@ -11,6 +11,7 @@
 typedef struct variant {
     char *name;
     char *config;        /* path of its preprocess YAML */
+    char *text;          /* an inline config: the file's text, written by plan_emit */
 } variant_t;
 
 typedef struct precision_cfg {
@@ -18,6 +19,7 @@ typedef struct precision_cfg {
     char *config;        /* path of its precision YAML (parity cells) */
     char *backend;       /* or: the backend command that runs these cells
                             (pipeline/backends/NAME, or a path), NULL = parity */
+    char *text;          /* an inline config: the file's text, written by plan_emit */
 } precision_cfg_t;
 
 typedef struct tensor_tol {
@@ -48,6 +50,8 @@ typedef struct model_cfg {
     config_t *cfg;
 } model_cfg_t;
 
+/* Prints the schema (every key path a model config may hold), one a line. */
+void model_print_schema(void);
 int model_load(model_cfg_t *m, const char *path, const char *build_dir, perr_t *e);
 void model_free(model_cfg_t *m);
 /* Checks a name against [A-Za-z0-9._-]+ and a path against [A-Za-z0-9._/+-]+. */

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 #include "prep.h"
+#include "util/args.h"
 
 static const char usage[] =
     "usage: preprocess --config FILE [--set KEY=VALUE]... -o OUTDIR IMAGE.png...\n"
@@ -27,6 +28,7 @@ static const char usage[] =
     "                         every image of it, found under --images DIR\n"
     "      --images DIR       folder of the dataset's images [the JSON's folder]\n"
     "  -j, --jobs N           images processed in parallel [number of CPUs]\n"
+    "  @FILE                  more arguments, from FILE: a JSON array of strings (plan's .args)\n"
     "  -h, --help | -V, --version\n"
     "Config keys: input.name, resize.size (HxW), resize.method (opencv-linear|opencv-area|\n"
     "opencv-nearest|opencv-cubic|pillow-bilinear|pillow-bicubic|pillow-nearest|\n"
@@ -47,6 +49,7 @@ int main(int argc, char **argv)
         {"images", required_argument, 0, OPT_IMAGES}, {"jobs", required_argument, 0, 'j'},
         {"help", no_argument, 0, 'h'}, {"version", no_argument, 0, 'V'}, {0, 0, 0, 0},
     };
+    args_expand("preprocess", &argc, &argv);
     const char *cfgfile = NULL, *outdir = NULL, *list = NULL, *dataset = NULL, *images = NULL;
     char **sets = xcalloc((size_t)argc + 1, sizeof *sets);
     int nsets = 0, c;

@@ -22,12 +22,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "prep.h"
+#include "config/schema.h"
 
-static const char *const known_keys[] = {
-    "input.name", "resize.size", "resize.method", "resize.mode", "resize.pad",
-    "resize.shorter", "color", "alpha", "background", "scale", "mean", "std", "layout",
-    "dtype", "extra.*", "name", "description", NULL
-};
 static const char *const modes[] = { "stretch", "letterbox", "center-crop", NULL };
 static const char *const colors[] = { "rgb", "bgr", "gray", "rgba", "bgra", NULL };
 static const char *const alphas[] = { "drop", "composite", NULL };
@@ -182,7 +178,7 @@ static json_t *resolved_json(const prep_cfg_t *p)
 int prep_cfg_load(const config_t *c, prep_cfg_t *p, perr_t *e)
 {
     memset(p, 0, sizeof *p);
-    if (config_check_keys(c, known_keys, e) < 0)
+    if (config_check_keys(c, prep_config_keys, e) < 0)
         return -1;
     const char *name = "images";
     int method = RESIZE_CV_LINEAR, mode = MODE_STRETCH, color = COLOR_RGB, alpha = ALPHA_DROP;

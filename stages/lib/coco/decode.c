@@ -5,6 +5,7 @@
 #include <string.h>
 #include "coco/decode.h"
 #include "config/config.h"
+#include "config/schema.h"
 #include "io/npy.h"
 #include "util/fsutil.h"
 
@@ -17,10 +18,6 @@ const int64_t coco80_ids[80] = {
 
 static const char *const format_names[] = { "xyxy", "xywh", "cxcywh", NULL };
 static const char *const coords_names[] = { "original", "input", NULL };
-static const char *const keys[] = {
-    "labels", "boxes", "scores", "box_format", "box_coords", "normalized", "score_threshold",
-    "top_k", "label_map", "clip", "meta", NULL,
-};
 
 /* ---- settings ---- */
 
@@ -159,7 +156,7 @@ static int from_config(coco_decode_opts_t *o, const config_t *c, const char *sec
         return BAD(e, "%s: %s: expected a mapping of decoding settings", cfg_node_where(node, w, sizeof w), section);
     for (int64_t i = 0; i < node->n; i++) {
         int known = 0;
-        for (int k = 0; keys[k]; k++) known |= !strcmp(node->keys[i], keys[k]);
+        for (int k = 0; decode_config_keys[k]; k++) known |= !strcmp(node->keys[i], decode_config_keys[k]);
         if (!known)
             return BAD(e, "%s: unknown decoding key '%s' (known: labels, boxes, scores, box_format, "
                        "box_coords, normalized, score_threshold, top_k, label_map, clip, meta)",

@@ -11,14 +11,13 @@
 #include "precision/precision.h"
 #include "graph/passes.h"
 #include "config/config.h"
+#include "config/schema.h"
 #include "ops/ops.h"
 #include "tensor/half.h"
 
 static const char *const precision_names[] = {"fp32", "tf32", "fp16", "bf16", NULL};
 static const char *const constraint_names[] = {"none", "prefer", "obey", NULL};
 static const char *const accumulate_names[] = {"fp32", "fp16", NULL};
-static const char *const allowed_keys[] = {"precision", "constraints", "strongly_typed", "accumulate",
-                                           "layers", "description", NULL};
 
 void precision_policy_free(precision_policy_t *pp)
 {
@@ -97,7 +96,7 @@ int precision_policy_load(precision_policy_t *pp, const char *path, const char *
             return -1;
         }
         int idx, rc = 0;
-        if (config_check_keys(c, allowed_keys, e)) rc = -1;
+        if (config_check_keys(c, precision_config_keys, e)) rc = -1;
         if (!rc && config_enum(c, "precision", precision_names, &idx, e) == 1) pp->global = (precision_t)idx;
         else if (e->code) rc = -1;
         if (!rc && config_enum(c, "constraints", constraint_names, &idx, e) == 1) pp->constraints = (constraints_t)idx;

@@ -28,20 +28,36 @@ int perr_prefix(perr_t *e, const char *fmt, ...)
     return -1;
 }
 
+/* Messages quote file names and values from the input: control characters
+ * (a newline in a file name or a config value) are written as escapes, so an
+ * error is always exactly one line. */
+static void put_line(const char *prog, const char *msg, const char *tail)
+{
+    fprintf(stderr, "%s: ", prog);
+    for (const unsigned char *s = (const unsigned char *)msg; *s; s++) {
+        if (*s == '\n') fputs("\\n", stderr);
+        else if (*s == '\t') fputs("\\t", stderr);
+        else if (*s < 0x20 || *s == 0x7f) fprintf(stderr, "\\x%02x", *s);
+        else fputc(*s, stderr);
+    }
+    fprintf(stderr, "%s\n", tail);
+}
+
 void perr_die(const char *prog, const perr_t *e)
 {
-    fprintf(stderr, "%s: %s\n", prog, e->msg[0] ? e->msg : "unknown error");
+    put_line(prog, e->msg[0] ? e->msg : "unknown error", "");
     exit(e->code ? e->code : EXIT_INTERNAL);
 }
 
 void die_usage(const char *prog, const char *fmt, ...)
 {
+    char msg[1024], tail[256];
     va_list ap;
     va_start(ap, fmt);
-    fprintf(stderr, "%s: ", prog);
-    vfprintf(stderr, fmt, ap);
-    fprintf(stderr, " (see %s --help)\n", prog);
+    vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    snprintf(tail, sizeof tail, " (see %s --help)", prog);
+    put_line(prog, msg, tail);
     exit(EXIT_BADINPUT);
 }
 

@@ -14,6 +14,7 @@ int atomic_open(atomic_file_t *af, const char *path, perr_t *e)
     size_t n = strlen(path) + 32;
     af->tmp = xmalloc(n);
     snprintf(af->tmp, n, "%s.tmp.%ld", path, (long)getpid());
+    staging_sweep(path);
     af->f = fopen(af->tmp, "wb");
     if (!af->f) {
         BAD(e, "%s: cannot create: %s", path, strerror(errno));

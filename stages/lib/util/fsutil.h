@@ -48,5 +48,9 @@ void free_list(char **names, int n);
 char *dir_stage_begin(const char *final, perr_t *e);
 int dir_stage_commit(char *tmp, const char *final, perr_t *e);
 int remove_tree(const char *path);
+/* Removes FINAL.tmp.PID and FINAL.old.PID left by processes that no longer
+ * run (a killed `make validate`); atomic_open and dir_stage_begin call it, so
+ * the rerun of an interrupted step cleans up after it. */
+void staging_sweep(const char *final);
 
 #endif
