@@ -151,10 +151,15 @@ MODEL      ?= rtdetr
 THREADS    ?= 1
 JOBS       ?= 1
 PARITY_BIN  = $(O)/bin
-MODELS_ALL := $(sort $(basename $(notdir $(wildcard configs/models/*.yaml))))
-VALIDATE_MODELS := $(if $(filter all,$(MODEL)),$(MODELS_ALL),$(MODEL))
+# Model names reach make and the shell: like every name plan writes, they use
+# only letters, digits and . _ - (mk/safe-names.mk). MODEL=all takes the
+# config files whose names pass and names the ones it skips.
+include mk/safe-names.mk
+VALIDATE_MODELS = $(if $(filter all,$(MODEL)),$(MODELS_ALL),$(MODEL))
 
 ifneq ($(filter validate validate-% plan,$(MAKECMDGOALS)),)
+MODELS_ALL := $(call safe_model_files)
+VALIDATE_MODELS := $(VALIDATE_MODELS)
 $(foreach m,$(VALIDATE_MODELS),$(if $(wildcard configs/models/$(m).yaml),,\
   $(error validate: no configs/models/$(m).yaml (available: $(MODELS_ALL)))))
 -include $(VALIDATE_MODELS:%=build/%/plan.mk)
@@ -162,7 +167,7 @@ endif
 
 build/%/plan.mk: configs/models/%.yaml $(O)/bin/plan
 	@echo "  PLAN    $*"
-	$(Q)$(O)/bin/plan $< -o build/$*
+	$(Q)$(O)/bin/plan '$<' -o 'build/$*'
 
 plan: $(VALIDATE_MODELS:%=build/%/plan.mk)
 
