@@ -267,6 +267,9 @@ static int load_tolerances(model_cfg_t *m, perr_t *e)
         if (!safe_path(outs->keys[i]))
             return BAD(e, "%s: compare.outputs: tensor name '%s' is not allowed", cfg_node_where(outs, where, sizeof where), outs->keys[i]);
         t->name = xstrdup(outs->keys[i]);
+        if (outs->items[i]->kind != CFG_MAP)   /* not silently the defaults */
+            return BAD(e, "%s: compare.outputs.%s: expected {atol, rtol}", cfg_node_where(outs->items[i], where, sizeof where),
+                       outs->keys[i]);
         t->atol = m->atol;
         t->rtol = m->rtol;
         const cfg_node_t *a = cfg_map_get(outs->items[i], "atol"), *r = cfg_map_get(outs->items[i], "rtol");

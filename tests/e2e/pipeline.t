@@ -77,11 +77,16 @@ precisions: [fp32]"
 inject "a path leaving the tree with .. is refused" "model: ../../etc/passwd
 inputs: x
 precisions: [fp32]"
-inject "a quote in a --set value is refused" "model: m.onnx
+# a preprocess value is YAML text for the step: it goes verbatim into the step's
+# argument file, never into plan.mk (tests/stage/plan_injection.t probes every key)
+printf '%s\n' "model: m.onnx
 dataset: {gt: g.json, images: i}
 variants: [rtdetr-official]
 preprocess: {resize.size: \"320x320' ; touch $tmp/pwned; '\"}
-precisions: [fp32]"
+precisions: [fp32]" > "$tmp/evil.yaml"
+"$bin/plan" "$tmp/evil.yaml" -o "$tmp/out" > "$tmp/evil.out" 2>&1; rc=$?
+ok $([ $rc = 0 ] && ! grep -q pwned "$tmp/out/plan.mk" && grep -qF "\"resize.size=320x320' ; touch $tmp/pwned; '\"" "$tmp/out/pre/rtdetr-official.args"; echo $?) \
+   "a quote in a --set value goes verbatim into the argument file, not into plan.mk"
 ok $([ ! -e "$tmp/pwned" ]; echo $?) "no injected command ever ran"
 echo "1..$n"
 [ $failed = 0 ]

@@ -1,0 +1,328 @@
+#!/usr/bin/python3
+# No config value and no file name ever runs a command through the pipeline
+# (issue 15). Generated from the schema: `plan --schema` prints every key a
+# model config may hold (the same tables the readers check keys against), and
+# every key is probed with every hostile value below — at its value and, for
+# "*" keys, at the key itself. A probe passes when plan either refuses it
+# (exit 2, one line naming the config file and the key, nothing written) or
+# accepts it with the value nowhere in plan.mk, carried verbatim in a file
+# the step reads (argument file, generated config); then every accepted plan
+# is run by make, each step a stub, and no canary file may appear. Config file
+# names with the same characters go through plan and through the Makefile's
+# MODEL=all, and MODEL=... itself through the Makefile.
+import fnmatch
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(__file__))
+from tap import ok, done, bindir
+
+repo = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+plan = os.path.join(os.path.abspath(bindir()), "plan")
+tmp = tempfile.mkdtemp(prefix="parity-plan-inj-")
+
+
+def payloads(tag):
+    """Hostile values; each would create the canary file C<tag> if it ran."""
+    c = "C%s" % tag
+    return [
+        "[0,0,0]\nrule:\n\ttouch %s\n" % c,      # a newline: a make rule (the reported bug)
+        "$(shell touch %s)" % c,                  # make function
+        "$$(touch %s)" % c,                       # shell substitution once make unescapes $$
+        "$(touch %s)" % c,                        # shell substitution
+        "`touch %s`" % c,                         # backquotes
+        "x'; touch %s; '" % c,                    # out of single quotes
+        'x"; touch %s; "' % c,                    # out of double quotes
+        "x; touch %s" % c,
+        "x | touch %s" % c,
+        "x && touch %s & " % c,
+        "x # touch %s" % c,                       # make comment
+        "x\rtouch %s" % c,                        # another control character
+        "-x --output=%s" % c,                     # an option where a value was expected
+    ]
+
+
+PAYLOAD_KINDS = len(payloads(0))
+
+# ---- the probe workspace: a repo-like tree plan runs in, stub stages ----
+W = os.path.join(tmp, "w")
+for d in ("configs/preprocess", "configs/precisions", "pipeline/backends", "imgs", "stubs", "out"):
+    os.makedirs(os.path.join(W, d))
+shutil.copy(os.path.join(repo, "configs/preprocess/rtdetr-official.yaml"), os.path.join(W, "configs/preprocess/base.yaml"))
+shutil.copy(os.path.join(repo, "configs/precisions/fp32.yaml"), os.path.join(W, "configs/precisions/fp32.yaml"))
+for f in ("m.onnx", "gt.json", "dep.txt", "sets", "pipeline/backends/stub"):
+    open(os.path.join(W, f), "w").close()
+os.chmod(os.path.join(W, "pipeline/backends/stub"), 0o755)
+STAGES = ("preprocess", "build-engine", "infer", "compare", "map-eval", "report")
+for s in STAGES:   # a stub records that it ran and makes the files make waits for
+    with open(os.path.join(W, "stubs", s), "w") as f:
+        f.write("#!/bin/sh\necho %s >> ran.log\nwhile [ $# -gt 1 ]; do case \"$1\" in --json|--layers-out) : > \"$2\";; "
+                "-o) [ %s = build-engine ] && : > \"$2\";; esac; shift; done\nexit 0\n" % (s, s))
+    os.chmod(os.path.join(W, "stubs", s), 0o755)
+
+# Every section present, so each key lands in a config that is otherwise valid.
+BASE = {
+    "name": "probe",
+    "description": "probe",
+    "model": "m.onnx",
+    "dataset": {"gt": "gt.json", "images": "imgs"},
+    "depends": ["dep.txt"],
+    "input_shapes": {"images": "1x3x8x8"},
+    "preprocess": {"resize.size": "8x8"},
+    "variants": ["base", {"name": "v2", "config": {"resize": {"size": "8x8"}, "extra": {"o": "orig_wh"}}}],
+    "precisions": ["fp32", {"name": "p2", "config": {"precision": "fp16"}}],
+    "reference": {"variant": "base", "precision": "fp32"},
+    "compare": {"atol": 0.1, "rtol": 0.1, "check_error_stat": "max", "outputs": {"out": {"atol": 0.1, "rtol": 0.1}}},
+    "detection": {"labels": "labels", "boxes": "boxes", "scores": "scores"},
+    "thresholds": {"max_map_drop": 1, "min_map": 0.1, "require_compare": False},
+    "layerwise_sample": "s1",
+}
+BASE_INPUTS = {k: v for k, v in BASE.items() if k not in ("dataset", "variants", "preprocess", "detection", "thresholds")}
+BASE_INPUTS["inputs"] = "sets"
+BASE_INPUTS["reference"] = {"precision": "fp32"}
+
+
+def place(node, comps, value, probe_star):
+    """Sets value at comps in node; the star component numbered probe_star (if
+    any) takes the value as its key instead, keeping the old key's value."""
+    c, rest = comps[0], comps[1:]
+    if c == "[]":
+        node = node if isinstance(node, list) else []
+        # the first item that already has the next key, else the first mapping, else the first
+        idx = next((i for i, it in enumerate(node) if rest and isinstance(it, dict) and rest[0] in it),
+                   next((i for i, it in enumerate(node) if rest and isinstance(it, dict)), 0))
+        if not node:
+            node.append({})
+        node[idx] = place(node[idx], rest, value, probe_star) if rest else value
+        return node
+    node = node if isinstance(node, dict) else {}
+    if "*" in c:
+        old = next((k for k in node if fnmatch.fnmatchcase(k, c)), None)
+        mine = probe_star == place.star
+        place.star += 1
+        key = c.replace("*", value) if mine else (old or c.replace("*", "x"))
+        inner = node.pop(old) if old is not None else ("1" if not rest else {})
+        node[key] = (place(inner, rest, value, probe_star) if rest else (inner if mine else value))
+        return node
+    node[c] = place(node.get(c), rest, value, probe_star) if rest else value
+    return node
+
+
+def config_for(comps, value, probe_star, name):
+    base = BASE_INPUTS if comps[0] in BASE_INPUTS and comps[0] not in BASE else BASE
+    cfg = json.loads(json.dumps(base))
+    cfg["name"] = name
+    place.star = 0
+    return place(cfg, comps, value, probe_star)
+
+
+def strings(x):
+    if isinstance(x, str):
+        yield x
+    elif isinstance(x, dict):
+        for k, v in x.items():
+            yield k
+            yield from strings(v)
+    elif isinstance(x, list):
+        for v in x:
+            yield from strings(v)
+
+
+def carried(outdir, value):
+    """Files plan wrote for the steps (argument files, configs) holding value verbatim."""
+    found = []
+    for root, _, files in os.walk(outdir):
+        for f in files:
+            if f in ("plan.mk", "plan.json"):
+                continue
+            try:
+                doc = json.load(open(os.path.join(root, f)))
+            except ValueError:
+                continue
+            if any(value in s for s in strings(doc)):
+                found.append(os.path.relpath(os.path.join(root, f), outdir))
+    return found
+
+
+def escaped(s):
+    return "".join("\\n" if ch == "\n" else "\\t" if ch == "\t" else
+                   "\\x%02x" % ord(ch) if ord(ch) < 32 or ord(ch) == 127 else ch for ch in s)
+
+
+def run_plan(cfg_path, outdir):
+    p = subprocess.run([plan, cfg_path, "-o", outdir], cwd=W, capture_output=True, text=True)
+    return p.returncode, p.stderr
+
+
+# ---- the schema ----
+p = subprocess.run([plan, "--schema"], capture_output=True, text=True)
+schema = []
+for line in p.stdout.splitlines():
+    path, what = line.split("\t", 1)
+    schema.append((json.loads(path), what))
+ok(p.returncode == 0 and len(schema) > 0, "plan --schema lists %d keys" % len(schema), p.stderr)
+# the schema is the readers' own key table: a key the configs use cannot be dropped from it
+tops = {c[0] for c, _ in schema}
+used = set(BASE) | set(BASE_INPUTS)
+for f in sorted(os.listdir(os.path.join(repo, "configs/models"))):
+    if f.endswith(".yaml"):
+        import yaml
+        used |= set(yaml.safe_load(open(os.path.join(repo, "configs/models", f))) or {})
+ok(used <= tops, "every top-level key the bundled configs and the probe base use is in the schema",
+   "missing: %s" % sorted(used - tops))
+
+# the two bases are valid: every probe starts from a config plan accepts
+for i, base in enumerate((BASE, BASE_INPUTS)):
+    cfg = dict(json.loads(json.dumps(base)), name="base%d" % i)
+    path = os.path.join(W, "base%d.yaml" % i)
+    json.dump(cfg, open(path, "w"))
+    rc, err = run_plan(path, "out/base%d" % i)
+    ok(rc == 0, "the probe base %d is a valid config" % i, err)
+
+# ---- one probe per (key, position, value) ----
+probes = []   # (name, comps, position, value)
+for comps, what in schema:
+    stars = sum("*" in c for c in comps)
+    for pos in [-1] + list(range(stars)):
+        for value in payloads(len(probes)):
+            probes.append(("p%d" % len(probes), comps, pos, value, what))
+
+accepted, bad = [], []
+covered = set()
+for name, comps, pos, value, what in probes:
+    canary = "C" + name[1:]
+    cfg = config_for(comps, value, pos, name)
+    path = os.path.join(W, name + ".yaml")
+    json.dump(cfg, open(path, "w"))
+    outdir = "out/" + name
+    rc, err = run_plan(path, outdir)
+    lines = [l for l in err.splitlines() if l.strip()]
+    where = "%s at %s" % (json.dumps(comps), "value" if pos < 0 else "key %d" % pos)
+    if pos < 0:   # the value: the last key with a name
+        keyword = [c for c in comps if c != "[]" and "*" not in c][-1]
+    else:         # a key: the key above it
+        star = [i for i, c in enumerate(comps) if "*" in c][pos]
+        keyword = ([c for c in comps[:star] if c != "[]"] or [comps[0]])[-1]
+    if rc == 2:
+        fine = (len(lines) == 1 and name + ".yaml" in lines[0]
+                and (keyword in lines[0] or keyword.rstrip("s") in lines[0])
+                and not os.path.exists(os.path.join(W, outdir, "plan.mk")))
+        if not fine:
+            bad.append("%s %r refused without one line naming %s.yaml and '%s': %s" % (where, value, name, keyword, err.strip()))
+    elif rc == 0:
+        mk = open(os.path.join(W, outdir, "plan.mk")).read()
+        files = carried(os.path.join(W, outdir), value)
+        if canary in mk:
+            bad.append("%s %r: the value is in plan.mk" % (where, value))
+        elif not files and "read by no step" not in what:
+            bad.append("%s %r: accepted but carried in no argument or config file" % (where, value))
+        else:
+            accepted.append((name, any(f.endswith(".args") for f in files), mk.replace(name, "NAME")))
+    else:
+        bad.append("%s %r: plan exited %d: %s" % (where, value, rc, err.strip()))
+    covered.add(json.dumps(comps))
+ok(not bad, "%d probes (%d keys x positions x %d values): each refused with one line naming file and key, "
+   "or carried verbatim in a file the step reads and absent from plan.mk (%d accepted)"
+   % (len(probes), len(schema), PAYLOAD_KINDS, len(accepted)), "\n".join(bad[:20]))
+ok(covered == {json.dumps(c) for c, _ in schema}, "every key of the schema was probed")
+
+# ---- run the accepted plans through make: each step runs (a stub), no canary ----
+# plan.mk is the only text make and the shell read; the values stay in files
+# only the stages read. So one plan per distinct plan.mk (the model name
+# aside) is run: the other plans' recipes are the same text.
+run, seen = ["base0", "base1"], set()
+for name, in_args, mk in accepted:
+    if mk not in seen:
+        run.append(name)
+    seen.add(mk)
+with open(os.path.join(W, "run.mk"), "w") as f:
+    f.write("PARITY_BIN := stubs\nQ := @\nJOBS := 1\nTHREADS := 1\nFORCE:\n.PHONY: FORCE all-probes\n")
+    f.write("all-probes:\n")
+    for name in run:
+        f.write("include out/%s/plan.mk\n" % name)
+    f.write("all-probes: $(foreach m,$(PLAN_MODELS),validate-$(m))\n")
+m = subprocess.run(["make", "-k", "-s", "-j2", "-f", "run.mk", "all-probes"], cwd=W, capture_output=True, text=True)
+ran = set(open(os.path.join(W, "ran.log")).read().split()) if os.path.exists(os.path.join(W, "ran.log")) else set()
+ok(ran == set(STAGES), "make ran the recipes of %d plans (every distinct plan.mk of %d accepted, %d with the value in an "
+   "argument file): every stage was invoked (%s)" % (len(run), len(accepted), sum(a[1] for a in accepted), " ".join(sorted(ran))),
+   m.stderr[-2000:])
+canaries = sorted(f for f in os.listdir(W) if f.startswith("C"))
+ok(not canaries, "no injected command ran: no canary file", "canaries: %s" % canaries)
+
+# the harness can see an injection: the same run with one injected recipe line makes its canary
+with open(os.path.join(W, "out/base0/plan.mk"), "a") as f:
+    f.write("validate-base0: control\ncontrol:\n\t@touch Ccontrol\n")
+subprocess.run(["make", "-k", "-s", "-f", "run.mk", "validate-base0"], cwd=W, capture_output=True)
+ok(os.path.exists(os.path.join(W, "Ccontrol")), "control: an injected recipe line in plan.mk does create its canary")
+os.remove(os.path.join(W, "Ccontrol"))
+
+# ---- config file names: plan refuses them ----
+bad = []
+names = [v.replace("/", "_") for v in payloads("f")]
+for v in names:
+    path = os.path.join(W, v + ".yaml")
+    json.dump(dict(BASE, name="fname"), open(path, "w"))
+    rc, err = run_plan(path, "out/fname")
+    lines = [l for l in err.splitlines() if l.strip()]
+    # a name from the file name (no name: key) must also be refused
+    json.dump({k: x for k, x in BASE.items() if k != "name"}, open(path, "w"))
+    rc2, err2 = run_plan(path, "out/fname2")
+    lines2 = [l for l in err2.splitlines() if l.strip()]
+    if not (rc == 2 and rc2 == 2 and len(lines) == 1 and len(lines2) == 1 and escaped(v) in lines[0]
+            and escaped(v) in lines2[0]):
+        bad.append("%r: rc %d/%d: %s | %s" % (v, rc, rc2, err.strip(), err2.strip()))
+    os.remove(path)
+ok(not bad, "%d config file names with hostile characters are refused by plan, one line naming the file" % len(names),
+   "\n".join(bad))
+ok(not os.path.exists(os.path.join(W, "out/fname/plan.mk")) and not [f for f in os.listdir(W) if f.startswith("C")],
+   "nothing written, no canary")
+
+# ---- the Makefile: MODEL=all skips hostile file names, MODEL=... is text ----
+R = os.path.join(tmp, "r")   # the repo's Makefile over a configs tree of our own
+os.makedirs(os.path.join(R, "configs/models"))
+os.makedirs(os.path.join(R, "build"))
+for f in ("Makefile", "mk", "stages", "tools", "package.json", "package-lock.json"):
+    os.symlink(os.path.join(repo, f), os.path.join(R, f))
+for d in ("preprocess", "precisions"):
+    os.symlink(os.path.join(repo, "configs", d), os.path.join(R, "configs", d))
+os.symlink(os.path.abspath(bindir()), os.path.join(R, "build/bin"))
+open(os.path.join(R, "m.onnx"), "w").close()
+good = {"model": "m.onnx", "inputs": "sets", "precisions": ["fp32"]}
+json.dump(good, open(os.path.join(R, "configs/models/good.yaml"), "w"))
+hostile = [v.replace("/", "_") for v in payloads("m")] + ["-k"]
+for v in hostile:
+    json.dump(good, open(os.path.join(R, "configs/models", v + ".yaml"), "w"))
+
+
+def make_r(*args):
+    return subprocess.run(["make", "-o", "build/bin/plan", "-o", "build/.deps-ok"] + list(args), cwd=R,
+                          capture_output=True, text=True)
+
+
+m = make_r("plan", "MODEL=all")
+# (make reads the Makefile again once it has made plan.mk: the lines come twice)
+skipped = sorted(set(l for l in m.stderr.splitlines() if l.startswith("validate: skipping configs/models/")))
+masked = sorted(set("validate: skipping configs/models/%s.yaml: a model name uses only letters, digits and . _ -"
+                    % re.sub(r"[^A-Za-z0-9._-]", "?", v) for v in hostile))
+ok(m.returncode == 0 and os.path.exists(os.path.join(R, "build/good/plan.mk")) and skipped == masked,
+   "make plan MODEL=all plans good.yaml and names each of the %d hostile file names it skips (odd characters as ?)"
+   % len(hostile), m.stdout + m.stderr)
+ok(sorted(os.listdir(os.path.join(R, "build"))) == ["bin", "good"], "no plan for a hostile name",
+   os.listdir(os.path.join(R, "build")))
+bad = []
+for var in ("MODEL", "VARIANTS", "PRECISIONS", "THREADS", "JOBS"):
+    for v in payloads("v" + var):
+        m = make_r("plan", "MODEL=good" if var != "MODEL" else "MODEL=" + v, "%s=%s" % (var, v) if var != "MODEL" else "V=")
+        if m.returncode != 2 or "names use only letters, digits and . _ -" not in m.stderr:
+            bad.append("%s=%r: rc %d %s" % (var, v, m.returncode, m.stderr.strip()[-300:]))
+ok(not bad, "MODEL, VARIANTS, PRECISIONS, THREADS, JOBS with any hostile value: make refuses before any rule", "\n".join(bad))
+canaries = [f for d in (R, W) for f in os.listdir(d) if f.startswith("C")]
+ok(not canaries, "no canary from file names or make variables", canaries)
+
+shutil.rmtree(tmp)
+done()
