@@ -47,6 +47,10 @@ static int run_sample(const graph_t *g, exec_opts_t *xo, const char *in, const c
     tensor_set_t inputs, refset = {0};
     if (tensorset_read(in, &inputs, e)) return -1;
     if (ref && tensorset_read(ref, &refset, e)) { tensorset_free(&inputs); return -1; }
+    if (ref && refset.n == 0) {   /* every layer would silently run on its own inputs */
+        tensorset_free(&inputs);
+        return BAD(e, "%s: the reference dump holds no tensors", ref);
+    }
     xo->reference = ref ? &refset : NULL;
     int rc = 0;
     tensor_set_t outputs = {0};

@@ -30,23 +30,43 @@ static void add_sample(prep_inputs_t *in, const char *file)
     in->s[in->n++] = (prep_sample_t){ .file = xstrdup(file), .image_id = -1 };
 }
 
+/* A list is text: a NUL or another control character means it is not one
+ * (an image or random bytes given as --list); each listed file must exist,
+ * said at its line. */
 static int read_list(const char *list, prep_inputs_t *in, perr_t *e)
 {
     char *text;
-    if (read_file(list, &text, NULL, e) < 0)
+    size_t len;
+    if (read_file(list, &text, &len, e) < 0)
         return -1;
-    char *save = NULL;
-    for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+    int rc = 0, lineno = 0;
+    int64_t before = in->n;
+    if (memchr(text, 0, len))
+        rc = BAD(e, "%s: not a list of image paths (it holds NUL bytes)", list);
+    for (char *line = text, *next; !rc && line; line = next) {
+        lineno++;
+        next = strchr(line, '\n');
+        if (next) *next++ = 0;
         size_t n = strlen(line);
         while (n && (line[n - 1] == '\r' || line[n - 1] == ' ' || line[n - 1] == '\t'))
             line[--n] = 0;
         while (*line == ' ' || *line == '\t')
             line++;
-        if (*line && *line != '#')
+        if (!*line || *line == '#')
+            continue;
+        for (const char *c = line; *c && !rc; c++)
+            if ((unsigned char)*c < 0x20 || *c == 0x7f)
+                rc = BAD(e, "%s:%d: not a list of image paths (control character 0x%02x)", list, lineno,
+                         (unsigned char)*c);
+        if (!rc && !file_exists(line))
+            rc = BAD(e, "%s:%d: %s: no such file", list, lineno, line);
+        if (!rc)
             add_sample(in, line);
     }
     free(text);
-    return 0;
+    if (!rc && in->n == before)
+        rc = BAD(e, "%s: no image paths in the list", list);
+    return rc;
 }
 
 typedef struct coco_img {

@@ -81,7 +81,7 @@ int main(int argc, char **argv)
     mallopt(M_TRIM_THRESHOLD, 512 << 20);
 
     perr_t e = { 0 };
-    config_t *cfg = config_load(cfgfile, &e);
+    config_t *cfg = config_load_nonempty(cfgfile, &e);
     for (int i = 0; cfg && i < nsets; i++)
         if (config_set(cfg, sets[i], &e) < 0)
             perr_die("preprocess", &e);

@@ -5,8 +5,8 @@
  * the thread count. After a failure no new sample is started; since samples
  * are taken in order, every sample before the failing one has been
  * attempted, and the first failure in list order is the one reported.
- * OUTDIR/index.json (the list of samples) is removed at the start and written
- * only when all samples succeeded: it marks a complete run. */
+ * The samples are written into a staging folder that becomes OUTDIR only
+ * when all of them succeeded (with OUTDIR/index.json, the list of samples). */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -90,12 +90,12 @@ static int write_index(const prep_cfg_t *cfg, const prep_inputs_t *in, const cha
 int prep_run(const prep_cfg_t *cfg, const prep_inputs_t *in, const char *outdir, int jobs,
              perr_t *e)
 {
-    if (mkdir_p(outdir, e) < 0)
+    /* samples go to OUTDIR.tmp.PID, swapped into place when all succeeded:
+     * a failed run leaves no folder (nor good samples beside a bad one) */
+    char *stage = dir_stage_begin(outdir, e);
+    if (!stage)
         return -1;
-    char *index = path_join(outdir, "index.json");
-    unlink(index);
-    free(index);
-    pool_t p = { .cfg = cfg, .in = in, .outdir = outdir, .progress = isatty(2),
+    pool_t p = { .cfg = cfg, .in = in, .outdir = stage, .progress = isatty(2),
                  .t0 = now_s() };
     p.errs = xcalloc((size_t)in->n, sizeof *p.errs);
     atomic_init(&p.next, 0);
@@ -121,6 +121,10 @@ int prep_run(const prep_cfg_t *cfg, const prep_inputs_t *in, const char *outdir,
         }
     free(p.errs);
     if (!rc)
-        rc = write_index(cfg, in, outdir, e);
+        rc = write_index(cfg, in, stage, e);
+    if (!rc)
+        return dir_stage_commit(stage, outdir, e);
+    remove_tree(stage);
+    free(stage);
     return rc;
 }

@@ -32,6 +32,18 @@ static const char *const dtypes[] = { "float32", "float16", "uint8", NULL };
 static const char *const extra_kinds[] = { "orig_wh", "orig_hw", "im_shape", "scale_factor",
                                            NULL };
 
+/* The network input must fit the image limits a resize checks (geometry.c):
+ * said here, at the key, rather than at the first image. */
+static int check_size(const config_t *c, const prep_cfg_t *p, perr_t *e)
+{
+    char w[512];
+    if (p->h > 1000000 || p->w > 1000000 || p->h * p->w > IMAGE_MAX_PIXELS)
+        return BAD(e, "%s: resize.size: %lldx%lld is larger than an image may be (%lld pixels)",
+                   cfg_node_where(config_get(c, "resize.size"), w, sizeof w), (long long)p->h, (long long)p->w,
+                   (long long)IMAGE_MAX_PIXELS);
+    return 0;
+}
+
 /* A colour: one value for all channels or [R, G, B], each 0..255. */
 static int get_rgb(const config_t *c, const char *key, uint8_t out[3], perr_t *e)
 {
@@ -188,6 +200,7 @@ int prep_cfg_load(const config_t *c, prep_cfg_t *p, perr_t *e)
     memset(p->background, 255, 3);
     if (config_str(c, "input.name", &name, e) < 0 ||
         config_size(c, "resize.size", &p->h, &p->w, e) < 0 ||
+        check_size(c, p, e) < 0 ||
         config_enum(c, "resize.method", resize_method_names, &method, e) < 0 ||
         config_enum(c, "resize.mode", modes, &mode, e) < 0 ||
         get_rgb(c, "resize.pad", p->pad, e) < 0 ||

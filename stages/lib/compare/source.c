@@ -112,7 +112,11 @@ static int open_dir(const char *path, cmp_side_t *s, perr_t *e)
     if (n < 0) return -1;
     int tensors = 0;
     for (int i = 0; i < n; i++) tensors += is_tensor_file(files[i]);
-    if (tensors || n == 0) {
+    if (n == 0) {   /* nothing to compare is an input error, not a failed check */
+        free_list(files, n);
+        return BAD(e, "%s: empty folder: no tensors to compare", path);
+    }
+    if (tensors) {
         s->format = "tensor set";
         add_sample(s, "", SRC_SETDIR, path, 0);
         free_list(files, n);
@@ -137,6 +141,7 @@ static int open_dir(const char *path, cmp_side_t *s, perr_t *e)
         free(full);
     }
     free_list(files, n);
+    if (s->n == 0) return BAD(e, "%s: no tensor set in this folder (no tensor files, sample folders, .npz or tensor JSON)", path);
     return 0;
 }
 

@@ -327,6 +327,17 @@ config_t *config_load(const char *path, perr_t *e)
     return c;
 }
 
+config_t *config_load_nonempty(const char *path, perr_t *e)
+{
+    config_t *c = config_load(path, e);
+    if (c && c->root->n == 0) {
+        config_free(c);
+        BAD(e, "%s: empty config: no keys", path);
+        return NULL;
+    }
+    return c;
+}
+
 /* ---- lookup ---- */
 
 /* Splits off the next dotted part of *key into part (size cap). */

@@ -46,6 +46,9 @@ config_t *config_new(const char *name);
 /* Parses a YAML file; the top level must be a mapping (an empty file is an
  * empty mapping). Malformed YAML, duplicate keys and aliases are errors. */
 config_t *config_load(const char *path, perr_t *e);
+/* The same, for a config a user names on purpose (--config): an empty file
+ * is refused ("FILE: empty config: no keys"), not read as all defaults. */
+config_t *config_load_nonempty(const char *path, perr_t *e);
 /* Parses YAML held in memory; name labels errors. */
 config_t *config_parse(const char *text, size_t n, const char *name, perr_t *e);
 void config_free(config_t *c);

@@ -90,7 +90,7 @@ int precision_policy_load(precision_policy_t *pp, const char *path, const char *
     pp->constraints = CONSTRAINTS_OBEY;
     pp->source = xstrdup(path ? path : "");
     if (path) {
-        config_t *c = config_load(path, e);
+        config_t *c = config_load_nonempty(path, e);
         if (!c) {
             precision_policy_free(pp);
             return -1;
