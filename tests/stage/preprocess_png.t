@@ -155,13 +155,12 @@ missing = os.path.join(d, "no_such.png")
 rc, err = run(["--config", cfg, "-o", os.path.join(d, "bout_missing"), missing], check=False)
 t.ok(rc == 2 and missing in err, "missing file: exit 2 naming it", err)
 
-# a good image then a broken one: the run is not complete (no index.json)
+# a good image then a broken one: no output at all (issue 15: not even the good sample's)
 out = os.path.join(d, "mixed")
 rc, err = run(["--config", cfg, "-o", out, "-j", "2", files[0], os.path.join(d, "broken_crc_idat.png")],
               check=False)
-t.ok(rc == 2 and "broken_crc_idat.png" in err and not os.path.exists(os.path.join(out, "index.json"))
-     and not os.path.exists(os.path.join(out, "broken_crc_idat")) and
-     not [f for f in os.listdir(out) if f.startswith(".")],
-     "good + broken: exit 2, no index.json, no folder or temporary left for the broken one", err)
+t.ok(rc == 2 and "broken_crc_idat.png" in err and not os.path.exists(out)
+     and not [f for f in os.listdir(d) if f.startswith("mixed.")],
+     "good + broken: exit 2, no output folder, no staging folder left", err)
 
 t.done()

@@ -114,7 +114,7 @@ static int open_dir(const char *path, cmp_side_t *s, perr_t *e)
     for (int i = 0; i < n; i++) tensors += is_tensor_file(files[i]);
     if (n == 0) {   /* nothing to compare is an input error, not a failed check */
         free_list(files, n);
-        return BAD(e, "%s: empty folder: no tensors to compare", path);
+        return BAD(e, "%s: empty folder: nothing to compare", path);
     }
     if (tensors) {
         s->format = "tensor set";
