@@ -128,11 +128,14 @@ int infer_all(const graph_t *g, exec_opts_t *xo, const infer_job_t *job, perr_t 
         char **names;
         int n = list_dir(job->in, &names, e);
         if (n < 0) rc = -1;
-        if (!rc && mkdir_p(job->out, e)) rc = -1;
+        /* the samples' outputs appear together or not at all: a bad sample
+         * leaves no output folder with the good ones in it */
+        char *stage = rc ? NULL : dir_stage_begin(job->out, e);
+        if (!rc && !stage) rc = -1;
         for (int i = 0; i < n && !rc; i++) {
             char *in = path_join(job->in, names[i]);
             if (is_dir(in)) {
-                char *out = path_join(job->out, names[i]);
+                char *out = path_join(stage, names[i]);
                 char *ref = job->reference ? path_join(job->reference, names[i]) : NULL;
                 rc = run_sample(g, xo, in, out, ref, job->runs, times, e);
                 if (!rc) {
@@ -147,6 +150,8 @@ int infer_all(const graph_t *g, exec_opts_t *xo, const infer_job_t *job, perr_t 
         }
         if (n >= 0) free_list(names, n);
         if (!rc && json_array_size(samples) == 0) rc = BAD(e, "%s: no tensor set found (no .npy/.pb files, no sample folders)", job->in);
+        if (!rc) rc = dir_stage_commit(stage, job->out, e);
+        else if (stage) { remove_tree(stage); free(stage); }
     }
     total_runs = (int)json_array_size(samples) * job->runs;
     if (!rc && job->profile) rc = write_profile(g, xo->layer_ms, total_runs, job->profile, e);

@@ -96,6 +96,10 @@ a_file = write("plain.txt", b"not a folder\n")
 listed_missing = write("list-missing.txt", path("nope.png").encode() + b"\n")
 mixed_list = write("list-mixed.txt", (good_png + "\n" + random_bytes + "\n").encode())
 bad_args = write("bad.args", b'{"not": "an array"}')
+os.makedirs(path("mixedset/a"))
+os.makedirs(path("mixedset/b"))
+shutil.copy(os.path.join(inset, "images.npy"), path("mixedset/a/images.npy"))
+bad_sample = write("mixedset/b/images.npy", bytes(rng.integers(0, 256, 512, dtype=np.uint8)))
 
 FILE = {   # variant -> file (None: the kind has no such variant)
     "missing": path("missing.x"), "empty": empty, "folder": path("folder"), "random bytes": random_bytes,
@@ -149,6 +153,7 @@ EXTRA = [   # further hostile inputs of one argument (and the file the error mus
     ("preprocess", "--list", "a good and a bad image", mixed_list, random_bytes),
     ("preprocess", "@FILE", "not an array", bad_args, bad_args),
     ("compare", "@FILE", "not an array", bad_args, bad_args),
+    ("infer", "-i", "a good and a bad sample", path("mixedset"), bad_sample),
 ]
 
 
