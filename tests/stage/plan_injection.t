@@ -166,15 +166,39 @@ for line in p.stdout.splitlines():
     path, what = line.split("\t", 1)
     schema.append((json.loads(path), what))
 ok(p.returncode == 0 and len(schema) > 0, "plan --schema lists %d keys" % len(schema), p.stderr)
-# the schema is the readers' own key table: a key the configs use cannot be dropped from it
-tops = {c[0] for c, _ in schema}
-used = set(BASE) | set(BASE_INPUTS)
-for f in sorted(os.listdir(os.path.join(repo, "configs/models"))):
-    if f.endswith(".yaml"):
-        import yaml
-        used |= set(yaml.safe_load(open(os.path.join(repo, "configs/models", f))) or {})
-ok(used <= tops, "every top-level key the bundled configs and the probe base use is in the schema",
-   "missing: %s" % sorted(used - tops))
+
+
+def leaf_paths(x, pre=()):
+    """Every key path of a config: map keys, "[]" for list items."""
+    if isinstance(x, dict):
+        for k, v in x.items():
+            yield from leaf_paths(v, pre + (k,))
+    elif isinstance(x, list) and x:
+        for v in x:
+            yield from leaf_paths(v, pre + ("[]",))
+    else:
+        yield pre
+
+
+def in_schema(path):
+    """A schema line names path exactly (its "*" parts as patterns); list items
+    below it are its value (label_map: [1, 2])."""
+    for comps, _ in schema:
+        n = len(comps)
+        if (len(path) >= n and all(fnmatch.fnmatchcase(a, c) for a, c in zip(path, comps))
+                and all(a == "[]" for a in path[n:])):
+            return True
+    return False
+
+
+# The schema is the readers' own key tables (a key dropped from it is no longer
+# accepted in a config); and every key path the bundled configs and the probe
+# bases use is a line of it, so no section can drop out of the probes.
+import yaml
+docs = [BASE, BASE_INPUTS] + [yaml.safe_load(open(os.path.join(repo, "configs/models", f)))
+                              for f in sorted(os.listdir(os.path.join(repo, "configs/models"))) if f.endswith(".yaml")]
+missing = sorted({"/".join(p) for d in docs for p in leaf_paths(d) if not in_schema(p)})
+ok(not missing, "every key path of the bundled configs and of the probe bases is a schema line", "missing: %s" % missing)
 
 # the two bases are valid: every probe starts from a config plan accepts
 for i, base in enumerate((BASE, BASE_INPUTS)):
