@@ -5,14 +5,21 @@
 #include "util/args.h"
 #include "util/err.h"
 
-/* The expanded vector lives for the whole run (getopt keeps pointers into it). */
+/* The expanded vector lives for the whole run (getopt keeps pointers into it),
+ * held here from the start so that it is never a leak, even on an error exit. */
 static char **expanded;
 
 static void append(char ***v, int *n, int *cap, char *s)
 {
-    if (*n + 2 > *cap) *v = xrealloc(*v, (size_t)(*cap = *cap * 2 + 8) * sizeof **v);
+    if (*n + 2 > *cap) expanded = *v = xrealloc(*v, (size_t)(*cap = *cap * 2 + 8) * sizeof **v);
     (*v)[(*n)++] = s;
     (*v)[*n] = NULL;
+}
+
+static void die_file(const char *prog, json_t *doc, perr_t *e)
+{
+    json_decref(doc);
+    perr_die(prog, e);
 }
 
 static void append_file(const char *prog, const char *path, char ***v, int *n, int *cap)
@@ -26,13 +33,13 @@ static void append_file(const char *prog, const char *path, char ***v, int *n, i
     }
     if (!json_is_array(a)) {
         BAD(&e, "%s: argument file: expected a JSON array of strings", path);
-        perr_die(prog, &e);
+        die_file(prog, a, &e);
     }
     for (size_t i = 0; i < json_array_size(a); i++) {
         json_t *s = json_array_get(a, i);
         if (!json_is_string(s) || strlen(json_string_value(s)) != json_string_length(s)) {
             BAD(&e, "%s: argument file: item %zu is not a string without NUL bytes", path, i);
-            perr_die(prog, &e);
+            die_file(prog, a, &e);
         }
         append(v, n, cap, xstrdup(json_string_value(s)));
     }
@@ -52,8 +59,7 @@ void args_expand(const char *prog, int *argc, char ***argv)
             append(&v, &n, &cap, a);
         }
     }
-    if (!any) { free(v); return; }
-    expanded = v;
+    if (!any) { free(v); expanded = NULL; return; }
     *argc = n;
     *argv = expanded;
 }
