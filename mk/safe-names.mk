@@ -25,10 +25,11 @@ $(foreach v,$(SAFE_VARS),$(if $(call safe_rest,$(value $(v)),$(safe_chars)),\
 # The models of MODEL=all: configs/models/NAME.yaml whose NAME passes (a
 # name starting with '-' reads as an option); the others are named on stderr
 # (their odd characters shown as '?') and skipped. The case patterns are
-# written (PATTERN) so that make's parentheses stay balanced.
+# written (PATTERN) so that make's parentheses stay balanced; once make
+# restarts (after making plan.mk) the skipped names are not said again.
 safe_model_files = $(shell export LC_ALL=C; for f in configs/models/*.yaml; do [ -f "$$f" ] || continue; \
   n=$${f#configs/models/}; n=$${n%.yaml}; case "$$n" in (''|-*|*[!A-Za-z0-9._-]*) \
   echo "validate: skipping configs/models/$$(printf '%s' "$$n" | tr -c 'A-Za-z0-9._-' '?').yaml: a model name uses only letters, digits and . _ -" >&2;; \
-  (*) echo "$$n";; esac; done)
+  (*) echo "$$n";; esac; done $(if $(MAKE_RESTARTS),2>/dev/null))
 
 endif
