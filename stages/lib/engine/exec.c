@@ -1,11 +1,12 @@
 /* exec.c — running a graph: bind inputs, run nodes in order through
  * node_run(), free activations at their last use, collect outputs. */
 #include <fnmatch.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include "engine/exec.h"
-#include "ops/run.h"
+#include "engine/exec_int.h"
 
 static int bind_inputs(const graph_t *g, const tensor_set_t *in, tensor_t **rt, perr_t *e)
 {
@@ -81,20 +82,25 @@ void exec_opts_release(exec_opts_t *o)
     o->arena = NULL;
 }
 
-int exec_run(const graph_t *g, const tensor_set_t *in, const exec_opts_t *o, tensor_set_t *out, perr_t *e)
+/* A dumped tensor: a subgraph's value is dumped once per run of the
+ * subgraph, the last one stays (Loop and Scan bodies run many times). */
+static void dump_put(tensor_set_t *out, const char *name, const tensor_t *t)
 {
-    int64_t arena_size;
-    /* the arena lives across runs when the caller keeps it (no page faults
-     * on every run); exec_run owns it otherwise */
-    char *arena = o && o->arena ? o->arena : arena_new(g, &arena_size);
-    if (o && !o->arena) ((exec_opts_t *)o)->arena = arena;
-    tensor_t **rt = xcalloc(g->n_vals + 1, sizeof *rt);       /* current tensor per value */
-    tensor_t *owned = xcalloc(g->n_vals + 1, sizeof *owned);  /* storage of activations */
-    scratch_pool_t pool = {0};
-    int rc = 0, threads = o && o->threads > 0 ? o->threads : 1;
-    for (int i = 0; i < g->n_vals; i++)
-        if (g->vals[i].kind == VAL_CONST) rt[i] = (tensor_t *)&g->vals[i].t;
-    if (bind_inputs(g, in, rt, e)) { rc = -1; goto done; }
+    for (int i = 0; i < out->n; i++)
+        if (!strcmp(out->names[i], name)) {
+            tensor_free(out->ts[i]);
+            out->ts[i] = tensor_clone(t);
+            return;
+        }
+    tensorset_add(out, name, tensor_clone(t));
+}
+
+int exec_nodes(const graph_t *g, tensor_t **rt, tensor_t *owned, char *arena, exec_env_t *env, const char *path,
+               perr_t *e)
+{
+    const exec_opts_t *o = env->o;
+    int rc = 0;
+    char dname[1024];
     for (int i = 0; i < g->n_nodes && !rc; i++) {
         const node_t *n = &g->nodes[i];
         const tensor_t *args[64];
@@ -103,7 +109,7 @@ int exec_run(const graph_t *g, const tensor_set_t *in, const exec_opts_t *o, ten
         for (int k = 0; k < n->n_in; k++) {
             int v = n->in[k];
             args[k] = v >= 0 ? rt[v] : NULL;
-            if (o && o->reference && v >= 0 && g->vals[v].kind == VAL_ACTIVATION) {
+            if (!path && o && o->reference && v >= 0 && g->vals[v].kind == VAL_ACTIVATION) {
                 const tensor_t *r = tensorset_get(o->reference, g->vals[v].name);
                 if (r) args[k] = r;
             }
@@ -121,9 +127,15 @@ int exec_run(const graph_t *g, const tensor_set_t *in, const exec_opts_t *o, ten
             }
         }
         struct timespec t0, t1;
-        if (o && o->layer_ms) clock_gettime(CLOCK_MONOTONIC, &t0);
-        if (node_run(n, args, outs, threads, &pool, e)) { rc = -1; break; }
-        if (o && o->layer_ms) {
+        int timed = !path && o && o->layer_ms;
+        if (timed) clock_gettime(CLOCK_MONOTONIC, &t0);
+        if (n->op->control) {
+            if (exec_control(g, n, args, outs, rt, env, e)) { rc = -1; break; }
+        } else if (node_run(n, args, outs, env->threads, env->pool, e)) {
+            rc = -1;
+            break;
+        }
+        if (timed) {
             clock_gettime(CLOCK_MONOTONIC, &t1);
             o->layer_ms[i] += (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6;
         }
@@ -131,8 +143,10 @@ int exec_run(const graph_t *g, const tensor_set_t *in, const exec_opts_t *o, ten
             int v = n->out[k];
             if (v < 0) continue;
             rt[v] = &owned[v];
-            if (wants_dump(o, g->vals[v].name) && !g->vals[v].is_output)
-                tensorset_add(out, g->vals[v].name, tensor_clone(&owned[v]));
+            if (path) snprintf(dname, sizeof dname, "%s/%s", path, g->vals[v].name);
+            if (wants_dump(o, path ? dname : g->vals[v].name) && (path || !g->vals[v].is_output) &&
+                owned[v].dtype != DT_SEQUENCE)
+                dump_put(env->out, path ? dname : g->vals[v].name, &owned[v]);
         }
         /* free activations nobody reads after this node */
         for (int k = 0; k < n->n_in; k++) {
@@ -150,9 +164,60 @@ int exec_run(const graph_t *g, const tensor_set_t *in, const exec_opts_t *o, ten
             }
         }
     }
+    return rc;
+}
+
+int exec_subgraph(const graph_t *sub, const tensor_t *const *inputs, exec_env_t *env, const char *path,
+                  tensor_t *results, perr_t *e)
+{
+    tensor_t **rt = xcalloc(sub->n_vals + 1, sizeof *rt);
+    tensor_t *owned = xcalloc(sub->n_vals + 1, sizeof *owned);
+    for (int i = 0; i < sub->n_vals; i++)
+        if (sub->vals[i].kind == VAL_CONST) rt[i] = (tensor_t *)&sub->vals[i].t;
+    int rc = 0;
+    for (int k = 0; k < sub->n_inputs && !rc; k++) {
+        if (!inputs[k] && k < sub->n_formal_inputs) continue;   /* an omitted optional input */
+        if (!inputs[k]) rc = BAD(e, "%s: captured value '%s' has no value", path, sub->vals[sub->inputs[k]].name);
+        rt[sub->inputs[k]] = (tensor_t *)inputs[k];
+    }
+    if (!rc) rc = exec_nodes(sub, rt, owned, NULL, env, path, e);
+    for (int k = 0; k < sub->n_outputs && !rc; k++) {
+        int v = sub->outputs[k];
+        if (!rt[v]) { rc = BAD(e, "%s: output '%s' was not computed", path, sub->vals[v].name); break; }
+        tensor_t *c = tensor_clone(rt[v]);
+        results[k] = *c;
+        free(c);
+    }
+    if (rc) for (int k = 0; k < sub->n_outputs; k++) tensor_free_data(&results[k]);
+    for (int i = 0; i < sub->n_vals; i++) tensor_free_data(&owned[i]);
+    free(owned);
+    free(rt);
+    return rc;
+}
+
+int exec_run(const graph_t *g, const tensor_set_t *in, const exec_opts_t *o, tensor_set_t *out, perr_t *e)
+{
+    int64_t arena_size;
+    /* the arena lives across runs when the caller keeps it (no page faults
+     * on every run); exec_run owns it otherwise */
+    char *arena = o && o->arena ? o->arena : arena_new(g, &arena_size);
+    if (o && !o->arena) ((exec_opts_t *)o)->arena = arena;
+    tensor_t **rt = xcalloc(g->n_vals + 1, sizeof *rt);       /* current tensor per value */
+    tensor_t *owned = xcalloc(g->n_vals + 1, sizeof *owned);  /* storage of activations */
+    scratch_pool_t pool = {0};
+    int rc = 0;
+    exec_env_t env = {.o = o, .threads = o && o->threads > 0 ? o->threads : 1, .out = out, .pool = &pool};
+    for (int i = 0; i < g->n_vals; i++)
+        if (g->vals[i].kind == VAL_CONST) rt[i] = (tensor_t *)&g->vals[i].t;
+    if (bind_inputs(g, in, rt, e)) { rc = -1; goto done; }
+    rc = exec_nodes(g, rt, owned, arena, &env, NULL, e);
     for (int i = 0; i < g->n_outputs && !rc; i++) {
         int v = g->outputs[i];
         if (!rt[v]) { rc = BAD(e, "output '%s' was not computed", g->vals[v].name); break; }
+        if (rt[v]->dtype == DT_SEQUENCE) {
+            rc = BAD(e, "output '%s' is a sequence: parity writes tensor outputs only", g->vals[v].name);
+            break;
+        }
         tensorset_add(out, g->vals[v].name, tensor_clone(rt[v]));
     }
 done:

@@ -269,9 +269,7 @@ static void compact(graph_t *g, const char *drop)
     for (int i = 0; i < g->n_nodes; i++) {
         node_t *n = &g->nodes[i];
         if (drop[i]) {
-            free(n->name); free(n->op_type); free(n->domain);
-            free(n->in); free(n->out); free(n->attr);
-            free(n->reason); free(n->fused_from);
+            node_free(n);
             continue;
         }
         g->nodes[w++] = *n;

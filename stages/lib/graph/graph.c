@@ -33,12 +33,7 @@ void graph_free(graph_t *g)
         free(g->vals[i].name);
         tensor_free_data(&g->vals[i].t);
     }
-    for (int i = 0; i < g->n_nodes; i++) {
-        node_t *n = &g->nodes[i];
-        free(n->name); free(n->op_type); free(n->domain);
-        free(n->in); free(n->out); free(n->attr);
-        free(n->reason); free(n->fused_from);
-    }
+    for (int i = 0; i < g->n_nodes; i++) node_free(&g->nodes[i]);
     for (int i = 0; i < g->n_opsets; i++) free(g->opsets[i].domain);
     for (int i = 0; i < g->n_keep; i++)
         protobuf_c_message_free_unpacked(g->keep[i], NULL);
@@ -48,6 +43,26 @@ void graph_free(graph_t *g)
     free(g->vals); free(g->nodes); free(g->inputs); free(g->outputs);
     free(g->source);
     free(g);
+}
+
+void node_free(node_t *n)
+{
+    free(n->name); free(n->op_type); free(n->domain);
+    free(n->in); free(n->out); free(n->attr);
+    free(n->reason); free(n->fused_from);
+    for (int k = 0; k < n->n_sub; k++) {
+        graph_free(n->sub[k]);
+        free(n->sub_attr[k]);
+    }
+    free(n->sub); free(n->sub_attr);
+    n->sub = NULL; n->sub_attr = NULL; n->n_sub = 0;
+}
+
+graph_t *node_sub(const node_t *n, const char *attr)
+{
+    for (int k = 0; k < n->n_sub; k++)
+        if (!strcmp(n->sub_attr[k], attr)) return n->sub[k];
+    return NULL;
 }
 
 int graph_find(const graph_t *g, const char *name)
@@ -144,10 +159,7 @@ int graph_remove_dead(graph_t *g)
         if (keep[i]) {
             g->nodes[w++] = g->nodes[i];
         } else {
-            node_t *n = &g->nodes[i];
-            free(n->name); free(n->op_type); free(n->domain);
-            free(n->in); free(n->out); free(n->attr);
-            free(n->reason); free(n->fused_from);
+            node_free(&g->nodes[i]);
             removed++;
         }
     }

@@ -57,6 +57,14 @@ typedef struct node {
      * float32 before the storage rounding, as a GPU engine's fused epilogue */
     int act;                       /* ACT_NONE, ACT_RELU, ACT_CLIP, ACT_LEAKY, ACT_SIGMOID, ACT_SILU */
     float act_a, act_b;            /* clip min/max, leaky alpha */
+    /* control flow (If, Loop, Scan): the subgraphs of its graph attributes,
+     * and how many of in[] are implicit: the outer values the subgraphs read
+     * (captures), appended after the node's own inputs so liveness and the
+     * memory plan see them */
+    int n_sub;
+    struct graph **sub;
+    char **sub_attr;               /* "then_branch", "else_branch", "body" */
+    int n_implicit;
 } node_t;
 
 /* ACT_SILU: x * Sigmoid(x), fused from Sigmoid and Mul (fuse.c) */
@@ -75,6 +83,11 @@ typedef struct graph {
     void **keep; int n_keep;
     /* renamed attribute copies made while inlining functions (free()d) */
     Onnx__AttributeProto **attr_copies; int n_attr_copies;
+    /* a subgraph's inputs are its formal inputs, then the outer values it
+     * captures (same names as outside); n_formal_inputs counts the former
+     * (equal to n_inputs in a top-level graph) */
+    int n_formal_inputs;
+    const struct graph *parent;    /* the enclosing graph while loading */
 } graph_t;
 
 graph_t *graph_new(const char *source);
@@ -87,6 +100,10 @@ int graph_value(graph_t *g, const char *name);
 int graph_add_node(graph_t *g, const char *name, const char *op_type, const char *domain,
                    int opset, int n_in, const int *in, int n_out, const int *out);
 int graph_opset(const graph_t *g, const char *domain);   /* 0 if not imported */
+/* Frees what a node owns (not the node_t itself), subgraphs included. */
+void node_free(node_t *n);
+/* The subgraph of a graph attribute ("body", "then_branch"); NULL if none. */
+struct graph *node_sub(const node_t *n, const char *attr);
 /* Recomputes producer / last_use / is_output from the node list. */
 void graph_index(graph_t *g);
 /* Removes nodes whose outputs nobody reads (dead-node removal); returns count. */

@@ -49,6 +49,12 @@ int graph_fold(graph_t *g, int64_t max_fold_bytes, perr_t *e)
         tensor_t out_t[64];
         tensor_t *out[64];
         if (n->n_in > 64 || n->n_out > 64) continue;
+        if (n->n_sub) {
+            int r = graph_fold_control(g, i, max_fold_bytes, e);
+            if (r < 0) { scratch_pool_free(&pool); return -1; }
+            if (r == 1) { i--; folded++; }
+            continue;
+        }
         int known = 1, all_const = 1;
         for (int k = 0; k < n->n_in; k++) {
             in[k] = NULL;
@@ -83,6 +89,7 @@ int graph_fold(graph_t *g, int64_t max_fold_bytes, perr_t *e)
             if (!out[k]) continue;
             value_t *v = &g->vals[n->out[k]];
             v->t.dtype = out[k]->dtype;
+            if (out[k]->dtype == DT_SEQUENCE) continue;   /* its contents exist at run time only */
             v->t.ndim = out[k]->ndim;
             memcpy(v->t.dims, out[k]->dims, sizeof v->t.dims);
             v->shape_known = 1;
@@ -112,9 +119,7 @@ int graph_fold(graph_t *g, int64_t max_fold_bytes, perr_t *e)
     for (int i = 0; i < g->n_nodes; i++) {
         node_t *n = &g->nodes[i];
         if (n->fused_from && !strcmp(n->fused_from, "folded")) {
-            free(n->name); free(n->op_type); free(n->domain);
-            free(n->in); free(n->out); free(n->attr);
-            free(n->reason); free(n->fused_from);
+            node_free(n);
             continue;
         }
         g->nodes[w++] = *n;

@@ -13,6 +13,10 @@ int graph_set_input_shape(graph_t *g, const char *spec, perr_t *e);
  * shape), so the Shape->Gather->Concat arithmetic of exporters disappears.
  * Returns the number of folded nodes, or -1. */
 int graph_fold(graph_t *g, int64_t max_fold_bytes, perr_t *e);
+/* graph/control.c: folds the subgraphs of control-flow node i; an If with
+ * a constant condition is replaced by its branch (returns 1: node i is now
+ * the branch's first node). 0 otherwise, -1 on error. */
+int graph_fold_control(graph_t *g, int i, int64_t max_fold_bytes, perr_t *e);
 /* Liveness-based memory plan: assigns arena offsets to static-shaped
  * activations so values whose lifetimes do not overlap share memory.
  * Returns the arena size in bytes. */

@@ -20,6 +20,7 @@ typedef struct load_ctx {
     char *dir;
     perr_t *e;
     int anon;        /* counter for unnamed nodes */
+    const char *node_path;   /* inside a subgraph: "Node/attr", prefixed to node names */
 } load_ctx_t;
 
 static void keep_message(graph_t *g, void *msg)
@@ -146,6 +147,8 @@ static int opset_for(load_ctx_t *L, const scope_t *s, const char *domain)
 }
 
 static int load_nodes(load_ctx_t *L, Onnx__NodeProto *const *nodes, size_t n_nodes, const scope_t *s, int depth);
+static graph_t *load_subgraph(load_ctx_t *L, const Onnx__GraphProto *gp, const char *node, const char *op,
+                              const char *attr);
 
 static int inline_function(load_ctx_t *L, const Onnx__NodeProto *np, const Onnx__FunctionProto *f,
                            const scope_t *outer, const char *node_name, int depth)
@@ -196,6 +199,87 @@ static int resolve_attrs(load_ctx_t *L, const Onnx__NodeProto *np, const scope_t
     return 0;
 }
 
+/* Moves the graph attributes of a node (If's branches, Loop's and Scan's
+ * body) out of its attribute list into loaded subgraphs. */
+static int take_subgraphs(load_ctx_t *L, const char *node, const char *op, Onnx__AttributeProto **attrs,
+                          int *n_attrs, graph_t ***subs, char ***names, int *n_sub)
+{
+    int w = 0;
+    for (int i = 0; i < *n_attrs; i++) {
+        Onnx__AttributeProto *a = attrs[i];
+        if (a->type == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPHS && a->n_graphs)
+            return BAD(L->e, "%s: node '%s' (%s): attribute '%s' holds a list of graphs (not supported)",
+                       L->path, node, op, a->name ? a->name : "");
+        if (!a->g) { attrs[w++] = a; continue; }
+        graph_t *sg = load_subgraph(L, a->g, node, op, a->name ? a->name : "");
+        if (!sg) return -1;
+        *subs = xrealloc(*subs, (*n_sub + 1) * sizeof **subs);
+        *names = xrealloc(*names, (*n_sub + 1) * sizeof **names);
+        (*subs)[*n_sub] = sg;
+        (*names)[(*n_sub)++] = xstrdup(a->name ? a->name : "");
+    }
+    *n_attrs = w;
+    return 0;
+}
+
+/* The structural rules a control-flow node's subgraphs must meet to run. */
+static int check_subgraphs(load_ctx_t *L, const char *node, const Onnx__NodeProto *np, graph_t **subs,
+                           char **names, int n_sub)
+{
+    const char *op = np->op_type;
+    const char *dom = np->domain && strcmp(np->domain, "ai.onnx") ? np->domain : "";
+    if (dom[0]) return 0;
+    graph_t *then_g = NULL, *else_g = NULL, *body = NULL;
+    for (int k = 0; k < n_sub; k++) {
+        if (!strcmp(names[k], "then_branch")) then_g = subs[k];
+        if (!strcmp(names[k], "else_branch")) else_g = subs[k];
+        if (!strcmp(names[k], "body")) body = subs[k];
+    }
+    if (!strcmp(op, "If")) {
+        if (!then_g || !else_g)
+            return BAD(L->e, "%s: node '%s' (If): needs both then_branch and else_branch", L->path, node);
+        if (then_g->n_outputs != else_g->n_outputs || then_g->n_outputs != (int)np->n_output)
+            return BAD(L->e, "%s: node '%s' (If): then_branch gives %d outputs, else_branch %d, the node has %zu",
+                       L->path, node, then_g->n_outputs, else_g->n_outputs, np->n_output);
+        if (then_g->n_formal_inputs || else_g->n_formal_inputs)
+            return BAD(L->e, "%s: node '%s' (If): a branch declares inputs (branches take none)", L->path, node);
+    } else if (!strcmp(op, "Loop")) {
+        if (!body) return BAD(L->e, "%s: node '%s' (Loop): has no body", L->path, node);
+        int carried = (int)np->n_input - 2;
+        if (carried < 0 || body->n_formal_inputs != carried + 2 || body->n_outputs < carried + 1 ||
+            (int)np->n_output != body->n_outputs - 1)
+            return BAD(L->e, "%s: node '%s' (Loop): body takes %d inputs and gives %d outputs; the node has %zu inputs "
+                       "and %zu outputs (expected body inputs = node inputs, body outputs = node outputs + 1)",
+                       L->path, node, body->n_formal_inputs, body->n_outputs, np->n_input, np->n_output);
+        for (int k = 0; k < carried; k++) {
+            dtype_t a = body->vals[body->inputs[k + 2]].t.dtype, b = body->vals[body->outputs[k + 1]].t.dtype;
+            if (a && b && a != b)
+                return BAD(L->e, "%s: node '%s' (Loop): carried value %d changes type from %s to %s in the body",
+                           L->path, node, k, dtype_name(a), dtype_name(b));
+        }
+    } else if (!strcmp(op, "Scan")) {
+        if (!body) return BAD(L->e, "%s: node '%s' (Scan): has no body", L->path, node);
+    }
+    return 0;
+}
+
+/* Appends to a node's inputs the outer values its subgraphs capture (each
+ * once); returns the new input array. */
+static int *add_captures(graph_t *g, graph_t **subs, int n_sub, int *in, int n_in, int *n_implicit)
+{
+    int n = n_in;
+    for (int k = 0; k < n_sub; k++)
+        for (int j = subs[k]->n_formal_inputs; j < subs[k]->n_inputs; j++) {
+            int v = graph_value(g, subs[k]->vals[subs[k]->inputs[j]].name), seen = 0;
+            for (int m = n_in; m < n; m++) seen |= in[m] == v;
+            if (seen) continue;
+            in = xrealloc(in, (n + 1) * sizeof *in);
+            in[n++] = v;
+        }
+    *n_implicit = n - n_in;
+    return in;
+}
+
 static int load_nodes(load_ctx_t *L, Onnx__NodeProto *const *nodes, size_t n_nodes, const scope_t *s, int depth)
 {
     graph_t *g = L->g;
@@ -212,7 +296,8 @@ static int load_nodes(load_ctx_t *L, Onnx__NodeProto *const *nodes, size_t n_nod
             name = nbuf;
         }
         char full_name[1024];
-        snprintf(full_name, sizeof full_name, "%s%s%s", s ? s->prefix : "", s ? "/" : "", name);
+        const char *prefix = s ? s->prefix : L->node_path;
+        snprintf(full_name, sizeof full_name, "%s%s%s", prefix ? prefix : "", prefix ? "/" : "", name);
         Onnx__AttributeProto **attrs;
         int n_attrs;
         resolve_attrs(L, np, s, &attrs, &n_attrs);
@@ -238,19 +323,34 @@ static int load_nodes(load_ctx_t *L, Onnx__NodeProto *const *nodes, size_t n_nod
         for (size_t k = 0; k < np->n_output; k++)
             out[k] = np->output[k][0] ? graph_value(g, scope_name(s, np->output[k], buf, sizeof buf)) : -1;
         int opset = opset_for(L, s, domain);
+        graph_t **subs = NULL;
+        char **sub_attr = NULL;
+        int n_sub = 0;
+        if (take_subgraphs(L, full_name, np->op_type, attrs, &n_attrs, &subs, &sub_attr, &n_sub) ||
+            check_subgraphs(L, full_name, np, subs, sub_attr, n_sub)) {
+            for (int k = 0; k < n_sub; k++) { graph_free(subs[k]); free(sub_attr[k]); }
+            free(subs); free(sub_attr); free(in); free(out); free(attrs);
+            return -1;
+        }
+        int n_implicit = 0;
+        in = add_captures(g, subs, n_sub, in, (int)np->n_input, &n_implicit);
         int ni = graph_add_node(g, full_name, np->op_type, domain, opset,
-                                (int)np->n_input, in, (int)np->n_output, out);
-        g->nodes[ni].attr = attrs;
-        g->nodes[ni].n_attr = n_attrs;
+                                (int)np->n_input + n_implicit, in, (int)np->n_output, out);
+        node_t *nn = &g->nodes[ni];
+        nn->attr = attrs;
+        nn->n_attr = n_attrs;
+        nn->sub = subs;
+        nn->sub_attr = sub_attr;
+        nn->n_sub = n_sub;
+        nn->n_implicit = n_implicit;
         free(in);
         free(out);
     }
     return 0;
 }
 
-static int load_graph(load_ctx_t *L)
+static int load_graph(load_ctx_t *L, const Onnx__GraphProto *gp)
 {
-    const Onnx__GraphProto *gp = L->m->graph;
     graph_t *g = L->g;
     if (!gp) return BAD(L->e, "%s: model has no graph", L->path);
     for (size_t i = 0; i < gp->n_initializer; i++) {
@@ -270,7 +370,10 @@ static int load_graph(load_ctx_t *L)
         if (g->vals[v].kind == VAL_CONST) continue;  /* initializer listed as input */
         g->vals[v].kind = VAL_INPUT;
         if (set_value_info(L, v, vi)) return -1;
-        if (!vi->type || vi->type->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE)
+        if (g->parent && (!vi->type || vi->type->value_case == ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE)) {
+            /* a body's inputs may be untyped, or a Loop-carried sequence */
+            if (vi->type) g->vals[v].t.dtype = DT_SEQUENCE;
+        } else if (!vi->type || vi->type->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE)
             return BAD(L->e, "%s: input '%s' is not a tensor (sequences, maps and optionals are not supported)",
                        L->path, vi->name);
         g->inputs[g->n_inputs++] = v;
@@ -280,15 +383,88 @@ static int load_graph(load_ctx_t *L)
     for (size_t i = 0; i < gp->n_output; i++) {
         const Onnx__ValueInfoProto *vi = gp->output[i];
         if (!vi->name || !vi->name[0]) return BAD(L->e, "%s: graph output %zu has no name", L->path, i);
-        int v = graph_find(g, vi->name);
+        int v = g->parent ? graph_value(g, vi->name) : graph_find(g, vi->name);
         if (v < 0) return BAD(L->e, "%s: output '%s' is produced by no node", L->path, vi->name);
         g->outputs[g->n_outputs++] = v;
         if (vi->type && vi->type->value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE &&
             vi->type->tensor_type->has_elem_type && g->vals[v].kind == VAL_ACTIVATION &&
             !g->vals[v].t.dtype)
             g->vals[v].t.dtype = (dtype_t)vi->type->tensor_type->elem_type;
+        if (vi->type && vi->type->value_case == ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE && !g->vals[v].t.dtype)
+            g->vals[v].t.dtype = DT_SEQUENCE;
     }
+    g->n_formal_inputs = g->n_inputs;
     return 0;
+}
+
+/* A value a subgraph reads but does not define comes from an enclosing
+ * graph: it must exist there (an intermediate subgraph captures it too). */
+static int find_outer(graph_t *g, const char *name)
+{
+    graph_t *p = (graph_t *)g->parent;
+    if (!p) return 0;
+    if (graph_find(p, name) >= 0) return 1;
+    if (!find_outer(p, name)) return 0;
+    graph_value(p, name);
+    return 1;
+}
+
+static int check_topology(load_ctx_t *L);
+
+static graph_t *load_subgraph(load_ctx_t *L, const Onnx__GraphProto *gp, const char *node, const char *op,
+                              const char *attr)
+{
+    graph_t *outer = L->g, *g = graph_new(L->path);
+    const char *saved_path = L->node_path;
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", node, attr);
+    g->parent = outer;
+    g->opsets = xcalloc(outer->n_opsets + 1, sizeof *g->opsets);
+    for (int i = 0; i < outer->n_opsets; i++) {
+        g->opsets[i].domain = xstrdup(outer->opsets[i].domain);
+        g->opsets[i].version = outer->opsets[i].version;
+    }
+    g->n_opsets = outer->n_opsets;
+    L->g = g;
+    L->node_path = path;
+    int rc = load_graph(L, gp);
+    L->g = outer;
+    L->node_path = saved_path;
+    if (!rc) {
+        /* what no node here produces, no input or initializer defines, is captured */
+        graph_index(g);
+        int n_vals = g->n_vals;
+        for (int i = 0; i < n_vals && !rc; i++) {
+            value_t *v = &g->vals[i];
+            if (v->kind != VAL_ACTIVATION || v->producer >= 0) continue;
+            if (!find_outer(g, v->name)) {
+                rc = BAD(L->e, "%s: node '%s' (%s): subgraph '%s' reads '%s', which exists nowhere", L->path, node, op,
+                         attr, v->name);
+                break;
+            }
+            int ov = graph_find(outer, v->name);
+            v->kind = VAL_INPUT;
+            if (ov >= 0) {
+                v->t.dtype = outer->vals[ov].t.dtype;
+                v->t.ndim = outer->vals[ov].t.ndim;
+                memcpy(v->t.dims, outer->vals[ov].t.dims, sizeof v->t.dims);
+                v->shape_known = outer->vals[ov].shape_known;
+            }
+            g->inputs = xrealloc(g->inputs, (g->n_inputs + 1) * sizeof *g->inputs);
+            g->inputs[g->n_inputs++] = i;
+        }
+    }
+    if (!rc) {
+        L->g = g;
+        rc = check_topology(L);
+        L->g = outer;
+    }
+    if (rc) {
+        graph_free(g);
+        return NULL;
+    }
+    graph_index(g);
+    return g;
 }
 
 static int check_topology(load_ctx_t *L)
@@ -346,7 +522,7 @@ graph_t *onnx_load(const char *path, perr_t *e)
         g->opsets[0].version = 1;
         g->n_opsets = 1;
     }
-    int rc = load_graph(&L);
+    int rc = load_graph(&L, m->graph);
     if (!rc) rc = check_topology(&L);
     free(L.dir);
     if (rc) {

@@ -56,6 +56,9 @@ typedef struct op_def {
      * Squeeze, Unsqueeze, Identity): the memory plan may give both the
      * same bytes, and the kernel then copies nothing. */
     unsigned view : 1;
+    /* If, Loop, Scan: run by the executor through their subgraphs
+     * (engine/control.c); their kernel is never called. */
+    unsigned control : 1;
 } op_def_t;
 
 /* Finds the row for an op at an opset; NULL if unsupported. If *nearest is
@@ -86,5 +89,6 @@ OP_FAMILY(ops_tensor);
 OP_FAMILY(ops_nn);
 OP_FAMILY(ops_reduce);
 OP_FAMILY(ops_misc);
+OP_FAMILY(ops_sequence);
 
 #endif

@@ -24,6 +24,7 @@ static void build_table(void)
     const struct { const op_def_t *rows; const int *n; } fam[] = {
         {ops_elementwise, &ops_elementwise_count}, {ops_tensor, &ops_tensor_count},
         {ops_nn, &ops_nn_count}, {ops_reduce, &ops_reduce_count}, {ops_misc, &ops_misc_count},
+        {ops_sequence, &ops_sequence_count},
     };
     int total = 0;
     for (size_t i = 0; i < sizeof fam / sizeof fam[0]; i++) total += *fam[i].n;

@@ -32,6 +32,8 @@ int resolve_ops(graph_t *g, perr_t *e)
         node_t *n = &g->nodes[i];
         const op_def_t *near = NULL;
         n->op = op_lookup(n->domain, n->op_type, n->opset, &near);
+        for (int k = 0; n->op && k < n->n_sub; k++)
+            if (resolve_ops(n->sub[k], e)) return -1;
         if (n->op) continue;
         if (near)
             return BAD(e, "%s: node '%s' (%s%s%s, opset %d): operator not supported at this opset (parity has it from opset %d)",

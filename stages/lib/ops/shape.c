@@ -7,12 +7,26 @@
 
 int run_view_copy(op_ctx_t *c)
 {
+    const tensor_seq_t *s = tensor_seq(c->in[0]);
+    if (s) {   /* Identity of a sequence */
+        tensor_seq_t *o = tensor_seq(c->out[0]);
+        for (int i = 0; i < s->n; i++)
+            if (tensor_seq_insert(o, &s->items[i], o->n, c->err)) return -1;
+        o->elem = s->elem;
+        return 0;
+    }
     return tn_copy_input0(c);
 }
 
 int shape_identity(op_ctx_t *c)
 {
     if (op_check_inputs(c, 1, 1)) return -1;
+    if (c->in[0]->dtype == DT_SEQUENCE) {
+        if (!c->in[0]->data) return OP_DYNAMIC;
+        c->out[0]->dtype = DT_SEQUENCE;
+        c->out[0]->ndim = 0;
+        return 0;
+    }
     size_t es;
     if (tn_elem_size(c, c->in[0], &es)) return -1;
     return shape_same_as_input0(c);

@@ -242,12 +242,13 @@ static void mark_boundaries(graph_t *g)
     free(want);
 }
 
-int precision_apply(graph_t *g, const precision_policy_t *pp, FILE *warn, perr_t *e)
+/* One graph, then the subgraphs of its control-flow nodes (their layers
+ * are named by subgraph path, so the rules' globs reach inside). */
+static void apply_graph(graph_t *g, const precision_policy_t *pp, precision_rule_t *rules)
 {
-    precision_rule_t *rules = pp->rules;
-    for (int r = 0; r < pp->n_rules; r++) rules[r].matched = 0;
     for (int i = 0; i < g->n_nodes; i++) {
         node_t *n = &g->nodes[i];
+        for (int k = 0; k < n->n_sub; k++) apply_graph(n->sub[k], pp, rules);
         if (!produces_float(g, n)) {
             n->precision = PREC_FP32;
             n->storage = DT_FLOAT;
@@ -268,6 +269,13 @@ int precision_apply(graph_t *g, const precision_policy_t *pp, FILE *warn, perr_t
      * before the boundary rounding, so folded weights are rounded once */
     if (pp->fuse) graph_fuse_activations(g);
     if (!pp->strongly_typed) mark_boundaries(g);
+}
+
+int precision_apply(graph_t *g, const precision_policy_t *pp, FILE *warn, perr_t *e)
+{
+    precision_rule_t *rules = pp->rules;
+    for (int r = 0; r < pp->n_rules; r++) rules[r].matched = 0;
+    apply_graph(g, pp, rules);
     for (int r = 0; r < pp->n_rules && warn && !pp->strongly_typed; r++)
         if (!rules[r].matched)
             fprintf(warn, "build-engine: warning: %s: rule '%s' matches no layer\n", rules[r].where,

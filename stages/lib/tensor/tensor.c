@@ -12,7 +12,7 @@ static const struct { dtype_t t; size_t size; const char *name; } dtypes[] = {
     {DT_UINT16, 2, "uint16"}, {DT_INT16, 2, "int16"}, {DT_INT32, 4, "int32"},
     {DT_INT64, 8, "int64"}, {DT_STRING, 0, "string"}, {DT_BOOL, 1, "bool"},
     {DT_FLOAT16, 2, "float16"}, {DT_DOUBLE, 8, "float64"}, {DT_UINT32, 4, "uint32"},
-    {DT_UINT64, 8, "uint64"}, {DT_BFLOAT16, 2, "bfloat16"},
+    {DT_UINT64, 8, "uint64"}, {DT_BFLOAT16, 2, "bfloat16"}, {DT_SEQUENCE, 0, "sequence"},
 };
 #define N_DTYPES (sizeof dtypes / sizeof dtypes[0])
 
@@ -86,8 +86,48 @@ int tensor_check_shape(dtype_t dt, int ndim, const int64_t *dims, perr_t *e)
     return 0;
 }
 
+tensor_seq_t *tensor_seq(const tensor_t *t)
+{
+    return t && t->dtype == DT_SEQUENCE ? t->data : NULL;
+}
+
+static void seq_free(tensor_seq_t *s)
+{
+    for (int i = 0; i < s->n; i++) tensor_free_data(&s->items[i]);
+    free(s->items);
+    free(s);
+}
+
+int tensor_seq_insert(tensor_seq_t *s, const tensor_t *x, int64_t pos, perr_t *e)
+{
+    if (x->dtype == DT_SEQUENCE) return BAD(e, "a sequence cannot hold a sequence");
+    if (s->elem && x->dtype != s->elem)
+        return BAD(e, "sequence of %s cannot take a %s tensor", dtype_name(s->elem), dtype_name(x->dtype));
+    if (pos < 0) pos += s->n;
+    if (pos < 0 || pos > s->n) return BAD(e, "sequence position out of range [%d, %d]", -s->n, s->n);
+    if (s->n == s->cap) {
+        s->cap = s->cap ? 2 * s->cap : 4;
+        s->items = xrealloc(s->items, s->cap * sizeof *s->items);
+    }
+    memmove(&s->items[pos + 1], &s->items[pos], (s->n - pos) * sizeof *s->items);
+    tensor_t *c = tensor_clone(x);
+    s->items[pos] = *c;
+    free(c);
+    s->n++;
+    s->elem = x->dtype;
+    return 0;
+}
+
 int tensor_alloc(tensor_t *t, dtype_t dt, int ndim, const int64_t *dims, perr_t *e)
 {
+    if (dt == DT_SEQUENCE) {   /* an empty sequence; its kernel fills it */
+        tensor_free_data(t);
+        memset(t, 0, sizeof *t);
+        t->dtype = DT_SEQUENCE;
+        t->data = xcalloc(1, sizeof(tensor_seq_t));
+        t->owns = 1;
+        return 0;
+    }
     if (tensor_check_shape(dt, ndim, dims, e)) return -1;
     tensor_free_data(t);
     t->dtype = dt;
@@ -110,7 +150,8 @@ tensor_t *tensor_new(dtype_t dt, int ndim, const int64_t *dims, perr_t *e)
 
 void tensor_free_data(tensor_t *t)
 {
-    if (t->owns) free(t->data);
+    if (t->owns && t->dtype == DT_SEQUENCE && t->data) seq_free(t->data);
+    else if (t->owns) free(t->data);
     t->data = NULL;
     t->owns = 0;
 }
@@ -126,6 +167,15 @@ tensor_t *tensor_clone(const tensor_t *t)
 {
     tensor_t *c = xcalloc(1, sizeof *c);
     *c = *t;
+    if (t->dtype == DT_SEQUENCE) {
+        const tensor_seq_t *s = t->data;
+        tensor_seq_t *d = xcalloc(1, sizeof *d);
+        d->elem = s->elem;
+        for (int i = 0; i < s->n; i++) tensor_seq_insert(d, &s->items[i], d->n, NULL);
+        c->data = d;
+        c->owns = 1;
+        return c;
+    }
     size_t n = tensor_nbytes(t);
     c->data = xmalloc(n + 16);
     if (n) memcpy(c->data, t->data, n);

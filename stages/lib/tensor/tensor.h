@@ -17,7 +17,10 @@ typedef enum dtype {
     DT_UNDEFINED = 0, DT_FLOAT = 1, DT_UINT8 = 2, DT_INT8 = 3, DT_UINT16 = 4,
     DT_INT16 = 5, DT_INT32 = 6, DT_INT64 = 7, DT_STRING = 8, DT_BOOL = 9,
     DT_FLOAT16 = 10, DT_DOUBLE = 11, DT_UINT32 = 12, DT_UINT64 = 13,
-    DT_BFLOAT16 = 16
+    DT_BFLOAT16 = 16,
+    /* not an ONNX element type: a tensor_t whose data is a tensor_seq_t (the
+     * sequence values of SequenceConstruct, Loop-carried lists, ...) */
+    DT_SEQUENCE = 1000
 } dtype_t;
 
 size_t dtype_size(dtype_t t);            /* 0 for unsupported types */
@@ -36,6 +39,24 @@ typedef struct tensor {
     size_t cap;          /* bytes available at data when it is a preset buffer
                             the tensor does not own (the executor's arena) */
 } tensor_t;
+
+/* A sequence value (DT_SEQUENCE): tensors of one element type, owned. */
+typedef struct tensor_seq {
+    dtype_t elem;        /* DT_UNDEFINED until the first element or SequenceEmpty */
+    int n, cap;
+    tensor_t *items;
+} tensor_seq_t;
+/* The sequence of a DT_SEQUENCE tensor (NULL for any other). */
+tensor_seq_t *tensor_seq(const tensor_t *t);
+/* Appends a deep copy of x at position pos (-n..n, n = append). */
+int tensor_seq_insert(tensor_seq_t *s, const tensor_t *x, int64_t pos, perr_t *e);
+
+/* axis.c: out = x[..., start:start+len, ...] along axis (the axis dropped
+ * when keep_axis is 0 and len is 1); out = the tensors joined along axis
+ * (stacked along a new axis when new_axis). Any element type. */
+int tensor_slice_axis(const tensor_t *x, int axis, int64_t start, int64_t len, int keep_axis, tensor_t *out,
+                      perr_t *e);
+int tensor_concat_axis(const tensor_t *const *xs, int n, int axis, int new_axis, tensor_t *out, perr_t *e);
 
 int64_t tensor_numel(const tensor_t *t);
 size_t tensor_nbytes(const tensor_t *t);
