@@ -103,9 +103,9 @@ int exec_nodes(const graph_t *g, tensor_t **rt, tensor_t *owned, char *arena, ex
     char dname[1024];
     for (int i = 0; i < g->n_nodes && !rc; i++) {
         const node_t *n = &g->nodes[i];
-        const tensor_t *args[64];
-        tensor_t *outs[64];
-        if (n->n_in > 64 || n->n_out > 64) { rc = BAD(e, "node '%s': too many inputs/outputs", n->name); break; }
+        const tensor_t *args[MAX_NODE_IO];
+        tensor_t *outs[MAX_NODE_IO];
+        if (n->n_in > MAX_NODE_IO || n->n_out > MAX_NODE_IO) { rc = BAD(e, "node '%s': too many inputs/outputs", n->name); break; }
         for (int k = 0; k < n->n_in; k++) {
             int v = n->in[k];
             args[k] = v >= 0 ? rt[v] : NULL;

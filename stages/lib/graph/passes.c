@@ -45,10 +45,10 @@ int graph_fold(graph_t *g, int64_t max_fold_bytes, perr_t *e)
     scratch_pool_t pool = {0};
     for (int i = 0; i < g->n_nodes; i++) {
         node_t *n = &g->nodes[i];
-        const tensor_t *in[64];
-        tensor_t out_t[64];
-        tensor_t *out[64];
-        if (n->n_in > 64 || n->n_out > 64) continue;
+        const tensor_t *in[MAX_NODE_IO];
+        tensor_t out_t[MAX_NODE_IO];
+        tensor_t *out[MAX_NODE_IO];
+        if (n->n_in > MAX_NODE_IO || n->n_out > MAX_NODE_IO) continue;
         if (n->n_sub) {
             int r = graph_fold_control(g, i, max_fold_bytes, e);
             if (r < 0) { scratch_pool_free(&pool); return -1; }
@@ -68,8 +68,8 @@ int graph_fold(graph_t *g, int64_t max_fold_bytes, perr_t *e)
         memset(out_t, 0, sizeof out_t);
         for (int k = 0; k < n->n_out; k++) out[k] = n->out[k] >= 0 ? &out_t[k] : NULL;
         /* activations pass no data to shape functions at build time */
-        tensor_t shadow[64];
-        const tensor_t *sin[64];
+        tensor_t shadow[MAX_NODE_IO];
+        const tensor_t *sin[MAX_NODE_IO];
         for (int k = 0; k < n->n_in; k++) {
             sin[k] = in[k];
             if (in[k] && g->vals[n->in[k]].kind != VAL_CONST) {

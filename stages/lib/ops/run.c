@@ -127,7 +127,7 @@ static void apply_activation(const node_t *n, float *x, int64_t count)
 int node_run(const node_t *n, const tensor_t *const *in, tensor_t **out, int threads,
              scratch_pool_t *pool, perr_t *e)
 {
-    enum { MAXIO = 64 };
+    enum { MAXIO = MAX_NODE_IO };
     if (n->n_in > MAXIO || n->n_out > MAXIO)
         return BAD(e, "node '%s' (%s): too many inputs or outputs", n->name, n->op_type);
     tensor_t tmp[MAXIO];

@@ -9,6 +9,10 @@
 
 #include "ops/ops.h"
 
+/* The most inputs or outputs one node may have (SSD's anchor Concat has
+ * over a hundred). */
+#define MAX_NODE_IO 512
+
 typedef struct scratch_pool {
     void *blocks[8];
     size_t sizes[8];

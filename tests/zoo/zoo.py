@@ -1,0 +1,132 @@
+#!/usr/bin/python3
+"""zoo.py -- the model-zoo test: real architectures exported by PyTorch's
+two exporters (tests/zoo/export_zoo.py; graphs in graphs.tar.xz, their
+weights dropped), their weights filled by gen_weights.py, run by parity's
+FP32 engine and by ONNX Runtime (onnxruntime-node) on the same inputs.
+
+  zoo.py [--subset default|full] [--filter REGEX] [--work DIR]
+
+A model passes when every output agrees at a normalised max error
+max |parity - ort| / max |ort| <= 1e-4 (integer outputs exactly, the same
+shapes: detections must keep exactly the same boxes). Models listed in
+tests/zoo/skip.txt are run as well and reported as skipped with the reason
+(and noted when they pass). Detectors also run at TF32 and FP16: they must
+build and run, and their error against ONNX Runtime is printed (random
+weights make low-precision detections diverge by design: a note, not a
+criterion). Prints TAP, one line per model, with error and times.
+"""
+import argparse, os, re, subprocess, sys, tarfile, time
+import numpy as np
+
+here = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(here, "..", "stage"))
+from tap import ok, done  # noqa: E402
+from backend_lib import root, run_backend, read_set, rel_diff, ort_available  # noqa: E402
+
+LIMIT = 1e-4
+
+def load_skips():
+    skips = {}
+    for line in open(os.path.join(here, "skip.txt")):
+        line = line.strip()
+        if line and not line.startswith("#"):
+            name, _, reason = line.partition(" ")
+            skips[name] = reason.strip()
+    return skips
+
+def compare(p, o):
+    if sorted(p) != sorted(o):
+        return None, "output names differ: parity %s, onnxruntime %s" % (sorted(p), sorted(o))
+    worst, bad = 0.0, []
+    for name in sorted(o):
+        a, b = p[name], o[name]
+        if a.dtype != b.dtype or a.shape != b.shape:
+            bad.append("%s: parity %s %s, onnxruntime %s %s" % (name, a.dtype, a.shape, b.dtype, b.shape))
+            continue
+        if b.dtype.kind in "biu":
+            n = int(np.sum(a != b))
+            if n:
+                bad.append("%s: %d of %d integer values differ" % (name, n, b.size))
+            continue
+        if not np.all(np.isfinite(b)) or not np.all(np.isfinite(a)):
+            if not np.array_equal(np.isfinite(a), np.isfinite(b)):
+                bad.append("%s: non-finite values differ" % name)
+                continue
+            a, b = np.where(np.isfinite(b), a, 0), np.where(np.isfinite(b), b, 0)
+        r = rel_diff(a, b)
+        worst = max(worst, r)
+        if r > LIMIT:
+            bad.append("%s: normalised max error %.3e" % (name, r))
+    return worst, "; ".join(bad)
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--subset", default=os.environ.get("ZOO", "default"))
+    ap.add_argument("--filter", default=os.environ.get("ZOO_FILTER", ""))
+    ap.add_argument("--work", default=os.path.join(root, "build", "zoo"))
+    a = ap.parse_args()
+    if not ort_available():
+        ok(False, "onnxruntime-node is installed", "run tools/deps.sh")
+        done()
+    gdir = os.path.join(a.work, "graphs")
+    stamp = os.path.join(gdir, ".extracted")
+    tarpath = os.path.join(here, "graphs.tar.xz")
+    if not os.path.exists(stamp) or os.path.getmtime(stamp) < os.path.getmtime(tarpath):
+        os.makedirs(gdir, exist_ok=True)
+        with tarfile.open(tarpath) as t:
+            t.extractall(gdir)
+        open(stamp, "w").close()
+    skips = load_skips()
+    rows = [l.rstrip("\n").split("\t") for l in open(os.path.join(gdir, "manifest.tsv")) if l.strip()]
+    rows.sort(key=lambda r: r[0])
+    for name, lib, exporter, opset, task, specs, subset in rows:
+        if a.subset != "full" and subset != "default":
+            continue
+        if a.filter and not re.search(a.filter, name):
+            continue
+        tag = "%s (%s, %s exporter, opset %s, %s)" % (name, lib, exporter, opset, task)
+        mdir = os.path.join(a.work, name)
+        model = os.path.join(mdir, "model.onnx")
+        if not os.path.exists(model) or os.path.getmtime(model) < os.path.getmtime(os.path.join(gdir, name + ".onnx")):
+            subprocess.run([sys.executable, os.path.join(here, "gen_weights.py"), os.path.join(gdir, name + ".onnx"),
+                            specs, mdir], check=True)
+        inp = os.path.join(mdir, "inputs")
+        times, res, err = {}, {}, None
+        for be in ("parity", "onnxruntime"):
+            out = os.path.join(mdir, "out." + be)
+            t = time.time()
+            rc, _, e = run_backend(be, "run", "--model", model, "--input", inp, "--output", out, "--threads", 2)
+            times[be] = time.time() - t
+            if rc:
+                err = "%s backend exit %d: %s" % (be, rc, e.strip()[-600:])
+                break
+            res[be] = read_set(out)
+        worst = None
+        if not err:
+            worst, err = compare(res["parity"], res["onnxruntime"])
+        extra = ""
+        if not err and task == "detection" and lib == "torchvision":
+            for prec in ("tf32", "fp16"):
+                out = os.path.join(mdir, "out." + prec)
+                rc, _, e = run_backend("parity", "run", "--model", model, "--input", inp, "--output", out,
+                                       "--threads", 2, "--precision", prec)
+                if rc:
+                    err = "parity %s exit %d: %s" % (prec, rc, e.strip()[-300:])
+                    break
+                q = read_set(out)
+                n = {k: v.shape[0] for k, v in q.items() if "box" in k or k.startswith("boxes")}
+                extra += "; %s runs (%s)" % (prec, ", ".join("%s %s" % kv for kv in sorted(q and {k: str(v.shape) for k, v in q.items()}.items())[:2]))
+        line = "%s: max err %s, parity %.1fs, ort %.1fs%s" % (
+            tag, "%.2e" % worst if worst is not None else "-", times.get("parity", 0), times.get("onnxruntime", 0), extra)
+        if name in skips:
+            if not err:
+                print("# note: %s passes now; its skip entry is stale" % name)
+            ok(True, line + " # SKIP " + skips[name])
+            if err:
+                print("#   " + err.replace("\n", "\n#   "))
+            continue
+        ok(not err, line, err or "")
+    done()
+
+if __name__ == "__main__":
+    main()
