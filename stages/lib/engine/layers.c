@@ -2,30 +2,44 @@
  * op, inputs, output shapes and types, precision, storage, the rule that chose
  * it, fused-from). compare --layerwise and report read it. */
 #include <jansson.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "engine/engine.h"
 #include "util/fsutil.h"
 
-static json_t *layer_row(const graph_t *g, int i)
+/* A value's name as infer --dump names it: inside a subgraph, prefixed
+ * by the subgraph's path ("Loop_0/body/x"). */
+static json_t *value_name(const char *path, const char *name)
+{
+    if (!path) return json_string(name);
+    char buf[2048];
+    snprintf(buf, sizeof buf, "%s/%s", path, name);
+    return json_string(buf);
+}
+
+static json_t *layer_row(const graph_t *g, int i, int index, const char *path)
 {
     const node_t *n = &g->nodes[i];
     json_t *row = json_object();
-    json_object_set_new(row, "index", json_integer(i));
+    json_object_set_new(row, "index", json_integer(index));
+    if (path) json_object_set_new(row, "subgraph", json_string(path));
     json_object_set_new(row, "name", json_string(n->name));
     json_object_set_new(row, "op", json_string(n->op_type));
     if (n->domain[0]) json_object_set_new(row, "domain", json_string(n->domain));
     json_object_set_new(row, "opset", json_integer(n->opset));
     json_t *ins = json_array();
     for (int k = 0; k < n->n_in; k++)
-        json_array_append_new(ins, json_string(n->in[k] >= 0 ? g->vals[n->in[k]].name : ""));
+        json_array_append_new(ins, n->in[k] >= 0 && g->vals[n->in[k]].kind == VAL_ACTIVATION
+                                       ? value_name(path, g->vals[n->in[k]].name)
+                                       : json_string(n->in[k] >= 0 ? g->vals[n->in[k]].name : ""));
     json_object_set_new(row, "inputs", ins);
     json_t *outs = json_array();
     for (int k = 0; k < n->n_out; k++) {
         if (n->out[k] < 0) continue;
         const value_t *v = &g->vals[n->out[k]];
         json_t *o = json_object();
-        json_object_set_new(o, "name", json_string(v->name));
+        json_object_set_new(o, "name", value_name(path, v->name));
         json_t *shape = json_array();
         for (int d = 0; v->shape_known && d < v->t.ndim; d++) json_array_append_new(shape, json_integer(v->t.dims[d]));
         json_object_set_new(o, "shape", v->shape_known ? shape : (json_decref(shape), json_null()));
@@ -46,6 +60,20 @@ static json_t *layer_row(const graph_t *g, int i)
     return row;
 }
 
+/* Rows in execution order; a control-flow node's subgraph layers follow it. */
+static void add_rows(json_t *layers, const graph_t *g, const char *path)
+{
+    for (int i = 0; i < g->n_nodes; i++) {
+        const node_t *n = &g->nodes[i];
+        json_array_append_new(layers, layer_row(g, i, (int)json_array_size(layers), path));
+        for (int k = 0; k < n->n_sub; k++) {
+            char sub[2048];
+            snprintf(sub, sizeof sub, "%s/%s", n->name, n->sub_attr[k]);
+            add_rows(layers, n->sub[k], sub);
+        }
+    }
+}
+
 int layers_write_json(const graph_t *g, const engine_meta_t *m, const char *path, perr_t *e)
 {
     json_t *root = json_object();
@@ -54,7 +82,7 @@ int layers_write_json(const graph_t *g, const engine_meta_t *m, const char *path
     json_object_set_new(root, "precision", json_string(m->precision ? m->precision : "fp32"));
     json_object_set_new(root, "arena_bytes", json_integer(m->arena_bytes));
     json_t *layers = json_array();
-    for (int i = 0; i < g->n_nodes; i++) json_array_append_new(layers, layer_row(g, i));
+    add_rows(layers, g, NULL);
     json_object_set_new(root, "layers", layers);
     char *text = json_dumps(root, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
     json_decref(root);

@@ -1,0 +1,3 @@
+# The model-zoo test's default subset (tests/zoo/, mk/zoo.mk): real exported
+# architectures against ONNX Runtime.
+make zoo
