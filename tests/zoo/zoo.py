@@ -141,8 +141,10 @@ def main():
                     err = "parity %s exit %d: %s" % (prec, rc, e.strip()[-300:])
                     break
                 q = read_set(out)
-                n = {k: v.shape[0] for k, v in q.items() if "box" in k or k.startswith("boxes")}
-                extra += "; %s runs (%s)" % (prec, ", ".join("%s %s" % kv for kv in sorted(q and {k: str(v.shape) for k, v in q.items()}.items())[:2]))
+                w, _ = compare(q, res["onnxruntime"], True)
+                counts = [v.shape[0] for k, v in sorted(q.items()) if v.ndim == 1]
+                extra += "; %s runs: %s detections, err %s" % (prec, counts[0] if counts else "?",
+                                                               "%.1e" % w if w is not None else "-")
         line = "%s: max err %s, parity %.1fs, ort %.1fs%s" % (
             tag, "%.2e" % worst if worst is not None else "-", times.get("parity", 0), times.get("onnxruntime", 0), extra)
         if name in skips:
