@@ -295,3 +295,9 @@ double fp_units_flops(const fp_ctx_t *c, const int *units, int nu)
     for (int i = 0; i < nu; i++) f += c->units[units[i]].flops;
     return f;
 }
+
+int fp_layer_index(const fp_ctx_t *c, const char *name)
+{
+    for (int i = 0; i < c->n_layers; i++) if (!strcmp(c->layers[i].name, name)) return i;
+    return 0;
+}

@@ -48,13 +48,20 @@ static json_t *criterion_json(const fp_criterion_t *k)
     return j;
 }
 
+static int kept(const fp_result_t *r, const char *name)
+{
+    for (int i = 0; i < r->n_layers; i++) if (!strcmp(r->names[i], name)) return 1;
+    return 0;
+}
+
 static json_t *chosen_json(const fp_ctx_t *c, const fp_result_t *r)
 {
     json_t *a = json_array();
     for (int i = 0; i < r->n_units; i++) {
         const fp_unit_t *u = &c->units[r->units[i]];
         json_t *names = json_array();
-        for (int k = 0; k < u->n; k++) json_array_append_new(names, json_string(c->layers[u->nodes[k]].name));
+        for (int k = 0; k < u->n; k++)
+            if (kept(r, c->layers[u->nodes[k]].name)) json_array_append_new(names, json_string(c->layers[u->nodes[k]].name));
         json_array_append_new(a, json_pack("{s:s,s:o,s:s,s:o,s:b,s:o,s:s,s:o}", "unit", u->name, "layers", names,
                                            "reason", r->reason[r->units[i]] ? r->reason[r->units[i]] : "",
                                            "measured_gain", num(r->gain[r->units[i]]), "overflow", u->overflow,
@@ -145,8 +152,12 @@ static int write_md(const fp_ctx_t *c, const char *cfg, fp_result_t *ours, fp_re
     if (!ours->n_units) fprintf(f, "None: the model meets the criterion entirely at %s.\n", c->low);
     for (int i = 0; i < ours->n_units; i++) {
         const fp_unit_t *u = &c->units[ours->units[i]];
-        fprintf(f, "- `%s` (%d layer%s, %.2f%% of the FLOPs): %s", u->name, u->n, u->n > 1 ? "s" : "",
-                100 * (c->total_flops ? u->flops / c->total_flops : 0), ours->reason[ours->units[i]]);
+        int nk = 0;
+        for (int k = 0; k < u->n; k++) nk += kept(ours, c->layers[u->nodes[k]].name);
+        fprintf(f, "- `%s` (%d of its %d layer%s kept", u->name, nk, u->n, u->n > 1 ? "s" : "");
+        for (int k = 0; k < u->n && u->n > 1; k++)
+            if (kept(ours, c->layers[u->nodes[k]].name)) fprintf(f, "%s`%s`", k ? ", " : ": ", c->layers[u->nodes[k]].name);
+        fprintf(f, "): %s", ours->reason[ours->units[i]]);
         if (u->why[0]) fprintf(f, "; %s", u->why);
         fprintf(f, "; own error %.1f dB SNR\n", u->local_snr);
     }
@@ -160,8 +171,11 @@ int fp_emit(fp_ctx_t *c, const char *dir, const char *cfg, fp_result_t *ours, fp
 {
     char *p = NULL;
     const char **why = xcalloc(ours->n_layers + 1, sizeof *why);
-    for (int i = 0, k = 0; i < ours->n_units; i++)
-        for (int j = 0; j < c->units[ours->units[i]].n; j++) why[k++] = j ? NULL : c->units[ours->units[i]].name;
+    for (int i = 0, prev = -1; i < ours->n_layers; i++) {
+        int u = c->layers[fp_layer_index(c, ours->names[i])].unit;
+        why[i] = u != prev ? c->units[u].name : NULL;
+        prev = u;
+    }
     int rc = 0, casts = -1;
 #define OUT(name) (free(p), p = path_join(dir, name))
     rc = fp_write_config(c, ours->names, why, ours->n_layers, OUT("precision.yaml"), e) ||

@@ -92,6 +92,8 @@ graph_t *fp_build(const fp_ctx_t *c, const char *precision, const char *config, 
 int fp_analyze(fp_ctx_t *c, perr_t *e);
 /* Layer names of a set of units (malloc'd array of borrowed names). */
 char **fp_unit_names(const fp_ctx_t *c, const int *units, int nu, int *n);
+/* Index of a layer by name (it must be one). */
+int fp_layer_index(const fp_ctx_t *c, const char *name);
 double fp_units_flops(const fp_ctx_t *c, const int *units, int nu);
 
 #endif

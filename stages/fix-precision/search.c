@@ -15,8 +15,8 @@ static int verify(fp_ctx_t *c, fp_result_t *r, perr_t *e);
 static void progress(const fp_ctx_t *c, const char *what, int n_units, const fp_score_t *s)
 {
     if (c->quiet) return;
-    fprintf(stderr, "fix-precision: [%3d eval, %5.1fs] %-28s %3d unit(s) in fp32: %s err %.4g%s\n", c->evals,
-            fp_now() - c->t0, what, n_units, s->pass ? "PASS" : "fail", s->err,
+    fprintf(stderr, "fix-precision: [%3d eval, %5.1fs] %-28s %3d %s in fp32: %s err %.4g%s\n", c->evals,
+            fp_now() - c->t0, what, abs(n_units), n_units < 0 ? "layer(s)" : "unit(s)", s->pass ? "PASS" : "fail", s->err,
             c->crit.use_map ? " (mAP drop, points)" : " (-worst SNR, dB)");
 }
 
@@ -63,10 +63,53 @@ static int verify(fp_ctx_t *c, fp_result_t *r, perr_t *e)
     return fp_evaluate(c, r->names, r->n_layers, c->n_search, c->n_samples, 0, &r->hold, e);
 }
 
+static int count_layers(const fp_ctx_t *c, const int *units, int n)
+{
+    int t = 0;
+    for (int i = 0; i < n; i++) t += c->units[units[i]].n;
+    return t;
+}
+
 static int contains(const int *v, int n, int x)
 {
     for (int i = 0; i < n; i++) if (v[i] == x) return 1;
     return 0;
+}
+
+static int eval_layers(fp_ctx_t *c, const int *lay, int n, fp_score_t *s, perr_t *e)
+{
+    char **names = xmalloc((n + 1) * sizeof *names);
+    for (int i = 0; i < n; i++) names[i] = c->layers[lay[i]].name;
+    int rc = fp_evaluate(c, names, n, 0, c->n_search, 1, s, e);
+    free(names);
+    return rc;
+}
+
+/* Layer by layer inside the chosen units: a unit is how candidates are
+ * added, but a layer of it the criterion does not need goes back (each
+ * removal re-verified, as for units). */
+static int prune_layers(fp_ctx_t *c, fp_result_t *r, perr_t *e)
+{
+    int *lay = xmalloc((c->n_layers + 1) * sizeof *lay), *trial = xmalloc((c->n_layers + 1) * sizeof *trial), n = 0, rc = 0;
+    for (int i = 0; i < r->n_units; i++)
+        for (int k = 0; k < c->units[r->units[i]].n; k++) lay[n++] = c->units[r->units[i]].nodes[k];
+    fp_score_t s;
+    for (int i = n - 1; i >= 0 && !rc && fp_budget_left(c); i--) {
+        int m = 0;
+        for (int k = 0; k < n; k++) if (k != i) trial[m++] = lay[k];
+        rc = eval_layers(c, trial, m, &s, e);
+        if (!rc && s.pass) {
+            progress(c, c->layers[lay[i]].name, -m, &s);
+            memcpy(lay, trial, m * sizeof *lay);
+            n = m;
+            r->search = s;
+        }
+    }
+    r->n_layers = n;
+    r->flops = 0;
+    for (int i = 0; i < n; i++) { r->names[i] = c->layers[lay[i]].name; r->flops += c->layers[lay[i]].flops; }
+    free(lay); free(trial);
+    return rc;
 }
 
 int fp_search(fp_ctx_t *c, int beam, fp_result_t *r, perr_t *e)
@@ -121,8 +164,18 @@ int fp_search(fp_ctx_t *c, int beam, fp_result_t *r, perr_t *e)
     if (!rc) {
         set_result(c, r, set, n);
         r->search = cur;
-        rc = verify(c, r, e);
+        fp_score_t unit_level = cur;
+        if (cur.pass) rc = prune_layers(c, r, e);
+        if (!rc) rc = verify(c, r, e);
         if (!rc) progress(c, "held-out verification", n, &r->hold);
+        if (!rc && r->has_hold && !r->hold.pass && r->n_layers < count_layers(c, set, n)) {
+            /* the layer-level pruning fit the search samples only: back to whole units */
+            set_result(c, r, set, n);
+            r->search = unit_level;
+            snprintf(r->note, sizeof r->note, "layer-level pruning failed the held-out samples: whole units kept");
+            rc = verify(c, r, e);
+            if (!rc) progress(c, "held-out, whole units", n, &r->hold);
+        }
     }
     free(rank); free(set); free(trial);
     return rc;
