@@ -1,2 +1,20 @@
-# fix-precision (issue 20): the stage links plan's config reader.
+# fix-precision (issue 20): the fewest layers to keep in FP32.
+#   make fix-precision MODEL=NAME PRECISION=fp16|bf16|tf32 [CRITERION=snr=40]
+#        [FIXP_ARGS='--samples 8 --holdout 16 --max-evals 80']
+# Outputs land in build/NAME/fix-precision/PRECISION/ (precision.yaml,
+# model.onnx, trtexec.txt, report.json, report.md). The reference cell of
+# the model's plan prepares the inputs (preprocessing for dataset configs).
+PRECISION ?= fp16
+# the stage links plan's config reader
 $(O)/bin/fix-precision: $(O)/obj/stages/plan/model.o
+
+ifneq ($(filter fix-precision,$(MAKECMDGOALS)),)
+$(if $(wildcard configs/models/$(MODEL).yaml),,$(error fix-precision: no configs/models/$(MODEL).yaml (available: $(MODELS_ALL))))
+$(if $(filter fp16 bf16 tf32,$(PRECISION)),,$(error fix-precision: PRECISION must be fp16, bf16 or tf32))
+-include build/$(MODEL)/plan.mk
+fix-precision: $(firstword $($(MODEL)_RESULTS_$($(MODEL)_REF))) $(O)/bin/fix-precision
+	@echo '  FIXP    $(MODEL) $(PRECISION)'
+	$(Q)$(O)/bin/fix-precision 'configs/models/$(MODEL).yaml' --precision '$(PRECISION)' \
+	  $(if $(CRITERION),--criterion '$(CRITERION)') $(FIXP_ARGS) -o 'build/$(MODEL)/fix-precision/$(PRECISION)'
+endif
+.PHONY: fix-precision
