@@ -96,7 +96,7 @@ x = (rng.standard_normal((1, C, H, W)) * 300 + 40).astype(np.float32)
 np.save(os.path.join(out, "input", "x.npy"), x)
 # samples/sNN/x.npy: more inputs of the same kind, drawn after x (which stays
 # as it was), for fix-precision's search and held-out verification
-for i in range(8):
+for i in range(16):
     d = os.path.join(out, "samples", "s%02d" % i)
     os.makedirs(d, exist_ok=True)
     np.save(os.path.join(d, "x.npy"), (rng.standard_normal((1, C, H, W)) * 300 + 40).astype(np.float32))

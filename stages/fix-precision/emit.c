@@ -134,7 +134,7 @@ static int write_md(const fp_ctx_t *c, const char *cfg, fp_result_t *ours, fp_re
     FILE *f = af.f;
     fprintf(f, "## Precision repair: %s at %s\n\n", cfg, c->low);
     fprintf(f, "%d float layers (%d units), %.4g GFLOP per sample; %d search and %d held-out samples; %d evaluations, %.1f s.\n",
-            c->n_layers, c->n_units, c->total_flops / 1e9, c->n_search, c->n_samples - c->n_search, c->evals, fp_now() - c->t0);
+            c->n_layers, c->n_units, c->total_flops / 1e9, c->n_search, c->n_samples - c->n_search, c->evals, fp_now() - c->t_start);
     if (c->crit.use_map) fprintf(f, "Reference AP (FP32): %.4f on the search samples, %.4f held out; criterion: at most %.2f points lost.\n",
                                  c->ref_map_search, c->ref_map_hold, c->crit.max_map_drop);
     if (c->crit.use_snr) fprintf(f, "Criterion: SNR >= %.1f dB on every float output.\n", c->crit.min_snr_db);
@@ -187,7 +187,7 @@ int fp_emit(fp_ctx_t *c, const char *dir, const char *cfg, fp_result_t *ours, fp
     if (!rc) {
         json_t *j = json_pack("{s:s,s:s,s:s,s:o,s:{s:i,s:i},s:i,s:f,s:i,s:i,s:f}", "config", cfg, "model", c->model,
                               "precision", c->low, "criterion", criterion_json(&c->crit), "samples", "search", c->n_search,
-                              "holdout", c->n_samples - c->n_search, "evaluations", c->evals, "seconds", fp_now() - c->t0,
+                              "holdout", c->n_samples - c->n_search, "evaluations", c->evals, "seconds", fp_now() - c->t_start,
                               "float_layers", c->n_layers, "units", c->n_units, "flops_per_sample", c->total_flops);
         if (c->crit.use_map)
             json_object_set_new(j, "reference_map", json_pack("{s:f,s:f}", "search", c->ref_map_search, "holdout", c->ref_map_hold));

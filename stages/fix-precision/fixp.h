@@ -70,7 +70,8 @@ typedef struct fp_ctx {
     double total_flops;
     /* budget */
     int evals, max_evals;
-    double t0, max_seconds;
+    double t0, max_seconds;  /* t0: the search's start (its time budget) */
+    double t_start;          /* the run's start (the report) */
     int quiet;
 } fp_ctx_t;
 

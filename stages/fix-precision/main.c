@@ -52,8 +52,8 @@ static const char usage[] =
     "  -c, --criterion C       map-drop=P | min-map=A | compare | snr=DB | cosine=C (repeatable)\n"
     "      --inputs DIR        samples (sub-folders) instead of the config's\n"
     "      --build-dir DIR     where plan put the preprocessed dataset [build/NAME]\n"
-    "      --samples N         search samples (default 4)\n"
-    "      --holdout N         held-out verification samples (default 4)\n"
+    "      --samples N         search samples (default 8)\n"
+    "      --holdout N         held-out verification samples (default 8)\n"
     "      --max-evals N       evaluation budget of the search (default 60)\n"
     "      --max-seconds S     time budget of the search, 0 = none (default 0)\n"
     "      --beam K            candidates measured per greedy step (default 4)\n"
@@ -156,7 +156,7 @@ int main(int argc, char **argv)
         {"threads", required_argument, 0, 't'}, {"quiet", no_argument, 0, 'q'},
         {"help", no_argument, 0, 'h'}, {"version", no_argument, 0, 'V'}, {0, 0, 0, 0},
     };
-    cli_t a = {.samples = 4, .holdout = 4, .beam = 4};
+    cli_t a = {.samples = 8, .holdout = 8, .beam = 4};
     fp_ctx_t c = {.threads = 1, .max_evals = 60, .crit.min_map = -1};
     int ch;
     while ((ch = getopt_long(argc, argv, "p:o:c:qhV", longopts, NULL)) != -1) {
@@ -197,7 +197,7 @@ int main(int argc, char **argv)
     char *work = dir_stage_begin(a.out, &e);
     if (!work) perr_die("fix-precision", &e);
     c.work = work;
-    c.t0 = fp_now();
+    c.t0 = c.t_start = fp_now();
     if (fp_reference(&c, &e)) goto fail;
     if (c.crit.min_map >= 0 && c.ref_map_search < c.crit.min_map) {
         BAD(&e, "%s: the FP32 reference itself has AP %.4f < min-map %.4f on the search samples: nothing to repair",
@@ -208,9 +208,12 @@ int main(int argc, char **argv)
     fp_result_t ours = {0}, ac = {0}, bi = {0}, low = {0};
     ours.reason = xcalloc(c.n_units + 1, sizeof *ours.reason);
     ours.gain = xcalloc(c.n_units + 1, sizeof *ours.gain);
-    if (fp_score_result(&c, &low, &e) || fp_search(&c, a.beam, &ours, &e) ||
-        fp_autocast(&c, 512, 65504, &ac, &e) || fp_prefix_suffix(&c, &bi, &e))
+    if (fp_score_result(&c, &low, &e) || fp_autocast(&c, 512, 65504, &ac, &e) || fp_prefix_suffix(&c, &bi, &e))
         goto fail;
+    /* the smallest baseline that passes the search samples seeds elimination */
+    fp_result_t *seed = ac.search.pass && (!bi.search.pass || ac.n_layers <= bi.n_layers) ? &ac : bi.search.pass ? &bi : NULL;
+    c.t0 = fp_now();
+    if (fp_search(&c, a.beam, seed, &ours, &e)) goto fail;
     if (fp_emit(&c, work, a.config, &ours, &ac, &bi, &low, &e)) goto fail;
     if (dir_stage_commit(work, a.out, &e)) perr_die("fix-precision", &e);
     int met = ours.hold.pass && ours.search.pass;

@@ -39,17 +39,6 @@ static int by_rank(const void *pa, const void *pb)
     return *(const int *)pa - *(const int *)pb;
 }
 
-static void set_result(fp_ctx_t *c, fp_result_t *r, const int *units, int nu)
-{
-    free(r->units);
-    r->units = xmalloc((nu + 1) * sizeof *r->units);
-    memcpy(r->units, units, nu * sizeof *units);
-    r->n_units = nu;
-    free(r->names);
-    r->names = fp_unit_names(c, units, nu, &r->n_layers);
-    r->flops = fp_units_flops(c, units, nu);
-}
-
 int fp_score_result(fp_ctx_t *c, fp_result_t *r, perr_t *e)
 {
     if (fp_evaluate(c, r->names, r->n_layers, 0, c->n_search, 0, &r->search, e)) return -1;
@@ -61,13 +50,6 @@ static int verify(fp_ctx_t *c, fp_result_t *r, perr_t *e)
     if (c->n_samples == c->n_search) { r->hold = r->search; r->has_hold = 0; return 0; }
     r->has_hold = 1;
     return fp_evaluate(c, r->names, r->n_layers, c->n_search, c->n_samples, 0, &r->hold, e);
-}
-
-static int count_layers(const fp_ctx_t *c, const int *units, int n)
-{
-    int t = 0;
-    for (int i = 0; i < n; i++) t += c->units[units[i]].n;
-    return t;
 }
 
 static int contains(const int *v, int n, int x)
@@ -85,34 +67,61 @@ static int eval_layers(fp_ctx_t *c, const int *lay, int n, fp_score_t *s, perr_t
     return rc;
 }
 
-/* Layer by layer inside the chosen units: a unit is how candidates are
- * added, but a layer of it the criterion does not need goes back (each
- * removal re-verified, as for units). */
-static int prune_layers(fp_ctx_t *c, fp_result_t *r, perr_t *e)
+/* Removes every chunk of layers the criterion does not need, halving the
+ * chunk size down to single layers (delta debugging): each removal is
+ * re-verified by an evaluation; cheap when most layers are not needed. */
+static int shrink(fp_ctx_t *c, int *lay, int *n, fp_score_t *sc, const char *what, perr_t *e)
 {
-    int *lay = xmalloc((c->n_layers + 1) * sizeof *lay), *trial = xmalloc((c->n_layers + 1) * sizeof *trial), n = 0, rc = 0;
-    for (int i = 0; i < r->n_units; i++)
-        for (int k = 0; k < c->units[r->units[i]].n; k++) lay[n++] = c->units[r->units[i]].nodes[k];
+    int *trial = xmalloc((*n + 1) * sizeof *trial), rc = 0;
     fp_score_t s;
-    for (int i = n - 1; i >= 0 && !rc && fp_budget_left(c); i--) {
-        int m = 0;
-        for (int k = 0; k < n; k++) if (k != i) trial[m++] = lay[k];
-        rc = eval_layers(c, trial, m, &s, e);
-        if (!rc && s.pass) {
-            progress(c, c->layers[lay[i]].name, -m, &s);
-            memcpy(lay, trial, m * sizeof *lay);
-            n = m;
-            r->search = s;
+    for (int chunk = (*n + 1) / 2; chunk >= 1 && !rc; chunk = chunk == 1 ? 0 : (chunk + 1) / 2) {
+        for (int i = 0; i < *n && !rc && fp_budget_left(c);) {
+            int m = 0;
+            for (int k = 0; k < *n; k++) if (k < i || k >= i + chunk) trial[m++] = lay[k];
+            rc = eval_layers(c, trial, m, &s, e);
+            if (!rc && s.pass) {
+                progress(c, what, -m, &s);
+                memcpy(lay, trial, m * sizeof *lay);
+                *n = m;
+                *sc = s;
+            } else {
+                i += chunk;
+            }
         }
     }
-    r->n_layers = n;
-    r->flops = 0;
-    for (int i = 0; i < n; i++) { r->names[i] = c->layers[lay[i]].name; r->flops += c->layers[lay[i]].flops; }
-    free(lay); free(trial);
+    free(trial);
     return rc;
 }
 
-int fp_search(fp_ctx_t *c, int beam, fp_result_t *r, perr_t *e)
+static void units_to_layers(const fp_ctx_t *c, const int *units, int nu, int *lay, int *n)
+{
+    *n = 0;
+    for (int i = 0; i < nu; i++)
+        for (int k = 0; k < c->units[units[i]].n; k++) lay[(*n)++] = c->units[units[i]].nodes[k];
+}
+
+/* The result's layers and, for the report, the units they belong to. */
+static void layers_to_result(const fp_ctx_t *c, fp_result_t *r, const int *lay, int n, const char *reason)
+{
+    free(r->names);
+    r->names = xmalloc((n + 1) * sizeof *r->names);
+    r->n_layers = n;
+    r->flops = 0;
+    int nu = 0;
+    int *units = xmalloc((n + 1) * sizeof *units);
+    for (int i = 0; i < n; i++) {
+        r->names[i] = c->layers[lay[i]].name;
+        r->flops += c->layers[lay[i]].flops;
+        int u = c->layers[lay[i]].unit;
+        if (!contains(units, nu, u)) units[nu++] = u;
+        if (reason && !r->reason[u]) r->reason[u] = reason;
+    }
+    free(r->units);
+    r->units = units;
+    r->n_units = nu;
+}
+
+int fp_search(fp_ctx_t *c, int beam, const fp_result_t *seed, fp_result_t *r, perr_t *e)
 {
     int nu = c->n_units, n = 0;
     int *rank = xmalloc(nu * sizeof *rank), *set = xmalloc((nu + 1) * sizeof *set), *trial = xmalloc((nu + 1) * sizeof *trial);
@@ -155,29 +164,47 @@ int fp_search(fp_ctx_t *c, int beam, fp_result_t *r, perr_t *e)
         for (int k = 0; k < n; k++) if (k != i) trial[m++] = set[k];
         rc = eval_units(c, trial, m, 0, c->n_search, 1, &s, e);
         if (!rc && s.pass) {
-            progress(c, "pruned", m, &s);
+            progress(c, "pruned unit", m, &s);
             memcpy(set, trial, m * sizeof *set);
             n = m;
             cur = s;
         }
     }
+    int *lay = xmalloc((c->n_layers + 1) * sizeof *lay), *ulay = xmalloc((c->n_layers + 1) * sizeof *ulay), nl = 0, nul;
+    units_to_layers(c, set, n, lay, &nl);
+    memcpy(ulay, lay, nl * sizeof *lay);
+    nul = nl;
+    fp_score_t unit_level = cur;
+    /* then layer by layer inside the chosen units */
+    if (!rc && cur.pass) rc = shrink(c, lay, &nl, &cur, "pruned layers", e);
+    /* backward elimination from the smallest baseline that passes, when the
+     * greedy answer failed or is larger */
+    int from_seed = 0;
+    if (!rc && seed && seed->search.pass && (!cur.pass || seed->n_layers < nl) && fp_budget_left(c)) {
+        int *sl = xmalloc((seed->n_layers + 1) * sizeof *sl), ns = seed->n_layers;
+        for (int i = 0; i < ns; i++) sl[i] = fp_layer_index(c, seed->names[i]);
+        fp_score_t ss = seed->search;
+        if (!c->quiet) fprintf(stderr, "fix-precision: eliminating from the baseline's %d layers\n", ns);
+        rc = shrink(c, sl, &ns, &ss, "eliminated from baseline", e);
+        if (!rc && (!cur.pass || ns < nl)) { memcpy(lay, sl, ns * sizeof *sl); nl = ns; cur = ss; from_seed = 1; }
+        free(sl);
+    }
     if (!rc) {
-        set_result(c, r, set, n);
+        layers_to_result(c, r, lay, nl, "kept by elimination from the smallest passing baseline");
         r->search = cur;
-        fp_score_t unit_level = cur;
-        if (cur.pass) rc = prune_layers(c, r, e);
-        if (!rc) rc = verify(c, r, e);
-        if (!rc) progress(c, "held-out verification", n, &r->hold);
-        if (!rc && r->has_hold && !r->hold.pass && r->n_layers < count_layers(c, set, n)) {
+        if (from_seed) snprintf(r->note, sizeof r->note, "backward elimination from the smallest passing baseline");
+        rc = verify(c, r, e);
+        if (!rc) progress(c, "held-out verification", -nl, &r->hold);
+        if (!rc && r->has_hold && !r->hold.pass && !from_seed && nl < nul && unit_level.pass) {
             /* the layer-level pruning fit the search samples only: back to whole units */
-            set_result(c, r, set, n);
+            layers_to_result(c, r, ulay, nul, NULL);
             r->search = unit_level;
             snprintf(r->note, sizeof r->note, "layer-level pruning failed the held-out samples: whole units kept");
             rc = verify(c, r, e);
-            if (!rc) progress(c, "held-out, whole units", n, &r->hold);
+            if (!rc) progress(c, "held-out, whole units", -nul, &r->hold);
         }
     }
-    free(rank); free(set); free(trial);
+    free(rank); free(set); free(trial); free(lay); free(ulay);
     return rc;
 }
 

@@ -17,7 +17,8 @@ typedef struct fp_result {
     char note[200];
 } fp_result_t;
 
-int fp_search(fp_ctx_t *c, int beam, fp_result_t *r, perr_t *e);
+/* seed: a baseline's answer to eliminate from when greedy fails or is larger (or NULL). */
+int fp_search(fp_ctx_t *c, int beam, const fp_result_t *seed, fp_result_t *r, perr_t *e);
 int fp_autocast(fp_ctx_t *c, double data_max, double init_max, fp_result_t *r, perr_t *e);
 int fp_prefix_suffix(fp_ctx_t *c, fp_result_t *r, perr_t *e);
 /* Scores r->names on the search and the held-out samples (not counted). */

@@ -44,7 +44,8 @@ def infer(model_or_engine, cfg_yaml, tag):
 
 
 out = os.path.join(tmp, "fp16")
-rc, _, err = run("fix-precision", cfg, "--precision", "fp16", "--criterion", "snr=40", "-o", out, "--threads", 2)
+rc, _, err = run("fix-precision", cfg, "--precision", "fp16", "--criterion", "snr=40", "-o", out, "--threads", 2,
+           "--samples", 4, "--holdout", 4)
 ok(rc == 0, "planted fp16, snr=40: criterion met (exit 0)", err)
 rep = json.load(open(os.path.join(out, "report.json")))
 ours = rep["answers"]["fix_precision"]
