@@ -11,6 +11,8 @@
 #include "engine/exec.h"
 #include "fixp.h"
 
+#define STAT_SAMPLES 8
+
 static int is_float_out(const graph_t *g, const node_t *n)
 {
     for (int k = 0; k < n->n_out; k++) {
@@ -261,7 +263,9 @@ int fp_analyze(fp_ctx_t *c, perr_t *e)
     if (!c->n_layers) { rc = BAD(e, "%s: no float layer: nothing to run in reduced precision", c->model); goto done; }
     group_units(c, g, lmap);
     tensor_set_t dump0 = {0};
-    for (int i = 0; i < c->n_search && !rc; i++) {
+    /* value ranges over the first STAT_SAMPLES search samples (a dump of
+     * every tensor is ~100 MB per RT-DETR image) */
+    for (int i = 0; i < c->n_search && i < STAT_SAMPLES && !rc; i++) {
         exec_opts_t xo = {.threads = c->threads, .dump = "all"};
         tensor_set_t dump = {0};
         rc = exec_run(g, &c->s[i].in, &xo, &dump, e);

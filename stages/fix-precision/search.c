@@ -180,12 +180,13 @@ int fp_search(fp_ctx_t *c, int beam, const fp_result_t *seed, fp_result_t *r, pe
     /* backward elimination from the smallest baseline that passes, when the
      * greedy answer failed or is larger */
     int from_seed = 0;
-    if (!rc && seed && seed->search.pass && (!cur.pass || seed->n_layers < nl) && fp_budget_left(c)) {
+    if (!rc && seed && seed->search.pass && (!cur.pass || seed->n_layers < nl)) {
         int *sl = xmalloc((seed->n_layers + 1) * sizeof *sl), ns = seed->n_layers;
         for (int i = 0; i < ns; i++) sl[i] = fp_layer_index(c, seed->names[i]);
         fp_score_t ss = seed->search;
         if (!c->quiet) fprintf(stderr, "fix-precision: eliminating from the baseline's %d layers\n", ns);
         rc = shrink(c, sl, &ns, &ss, "eliminated from baseline", e);
+        /* even with no budget left to eliminate, a smaller passing set wins */
         if (!rc && (!cur.pass || ns < nl)) { memcpy(lay, sl, ns * sizeof *sl); nl = ns; cur = ss; from_seed = 1; }
         free(sl);
     }
