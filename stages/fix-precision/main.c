@@ -210,8 +210,10 @@ int main(int argc, char **argv)
     ours.gain = xcalloc(c.n_units + 1, sizeof *ours.gain);
     if (fp_score_result(&c, &low, &e) || fp_autocast(&c, 512, 65504, &ac, &e) || fp_prefix_suffix(&c, &bi, &e))
         goto fail;
-    /* the smallest baseline that passes the search samples seeds elimination */
-    fp_result_t *seed = ac.search.pass && (!bi.search.pass || ac.n_layers <= bi.n_layers) ? &ac : bi.search.pass ? &bi : NULL;
+    /* the smallest baseline that passes the search samples seeds elimination;
+     * every layer in FP32 (the reference itself) is no repair */
+    int bi_ok = bi.search.pass && bi.n_layers < c.n_layers, ac_ok = ac.search.pass && ac.n_layers < c.n_layers;
+    fp_result_t *seed = ac_ok && (!bi_ok || ac.n_layers <= bi.n_layers) ? &ac : bi_ok ? &bi : NULL;
     c.t0 = fp_now();
     if (fp_search(&c, a.beam, seed, &ours, &e)) goto fail;
     if (fp_emit(&c, work, a.config, &ours, &ac, &bi, &low, &e)) goto fail;
