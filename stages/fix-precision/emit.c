@@ -182,7 +182,9 @@ int fp_emit(fp_ctx_t *c, const char *dir, const char *cfg, fp_result_t *ours, fp
          fp_write_config(c, ac->names, NULL, ac->n_layers, OUT("autocast.yaml"), e) ||
          fp_write_config(c, bi->names, NULL, bi->n_layers, OUT("bisect.yaml"), e) ||
          write_trtexec(c, ours, OUT("trtexec.txt"), e);
-    if (!rc && strcmp(c->low, "tf32")) rc = fp_write_typed_onnx(c, ours->names, ours->n_layers, OUT("model.onnx"), &casts, e);
+    char *cfgp = path_join(dir, "precision.yaml");
+    if (!rc && strcmp(c->low, "tf32")) rc = fp_write_typed_onnx(c, ours->names, ours->n_layers, cfgp, OUT("model.onnx"), &casts, e);
+    free(cfgp);
     if (!rc) rc = write_md(c, cfg, ours, ac, bi, low, casts, OUT("report.md"), e);
     if (!rc) {
         json_t *j = json_pack("{s:s,s:s,s:s,s:o,s:{s:i,s:i},s:i,s:f,s:i,s:i,s:f}", "config", cfg, "model", c->model,

@@ -222,7 +222,85 @@ static void retype(typer_t *t, char **fp32, int nf)
     g->n_value_info = 0;
 }
 
-int fp_write_typed_onnx(const fp_ctx_t *c, char **fp32, int n, const char *path, int *casts, perr_t *e)
+
+/* ---- the scale/shift folds of parity's build, carried into the model ----
+ * build-engine folds a per-channel Mul/Add after a Conv into its weights in
+ * FP32 and rounds the folded weights once (graph/fuse.c); converting the
+ * unfolded weights first would round twice. So the typed model gets the
+ * folded weights of the searched configuration, and the Mul/Add go. */
+
+static Onnx__NodeProto *node_named(Onnx__GraphProto *g, const char *name, size_t *at)
+{
+    for (size_t i = 0; i < g->n_node; i++)
+        if (g->node[i]->name && !strcmp(g->node[i]->name, name)) { if (at) *at = i; return g->node[i]; }
+    return NULL;
+}
+
+static void add_initializer(Onnx__GraphProto *g, const char *name, const tensor_t *t)
+{
+    Onnx__TensorProto *p = xmalloc(sizeof *p);
+    onnx__tensor_proto__init(p);
+    p->name = xstrdup(name);
+    p->has_data_type = 1;
+    p->data_type = DT_FLOAT;
+    p->n_dims = t->ndim;
+    p->dims = xmalloc((t->ndim + 1) * sizeof *p->dims);
+    for (int d = 0; d < t->ndim; d++) p->dims[d] = t->dims[d];
+    p->has_raw_data = 1;
+    p->raw_data.len = tensor_nbytes(t);
+    p->raw_data.data = xmalloc(p->raw_data.len + 1);
+    memcpy(p->raw_data.data, t->data, p->raw_data.len);
+    g->initializer = xrealloc(g->initializer, (g->n_initializer + 1) * sizeof *g->initializer);
+    g->initializer[g->n_initializer++] = p;
+}
+
+static void set_input(Onnx__NodeProto *n, size_t k, const char *name)
+{
+    if (k >= n->n_input) {
+        n->input = xrealloc(n->input, (k + 1) * sizeof *n->input);
+        while (n->n_input <= k) n->input[n->n_input++] = xstrdup("");
+    }
+    free(n->input[k]);
+    n->input[k] = xstrdup(name);
+}
+
+static void carry_folds(Onnx__GraphProto *og, const graph_t *bg)
+{
+    for (int i = 0; i < bg->n_nodes; i++) {
+        const node_t *n = &bg->nodes[i];
+        if (!n->fused_from || (strcmp(n->op_type, "Conv") && strcmp(n->op_type, "ConvTranspose"))) continue;
+        Onnx__NodeProto *conv = node_named(og, n->name, NULL);
+        if (!conv || n->n_in < 3 || n->in[1] < 0 || n->in[2] < 0) continue;
+        /* the folded Mul/Add, in order after the Conv */
+        char *list = xstrdup(n->fused_from), *save = NULL, *last_out = NULL;
+        int folded = 0;
+        for (char *tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+            size_t at;
+            Onnx__NodeProto *a = node_named(og, tok, &at);
+            if (!a || a == conv || (strcmp(a->op_type, "Mul") && strcmp(a->op_type, "Add"))) continue;
+            free(last_out);
+            last_out = xstrdup(a->output[0]);
+            onnx__node_proto__free_unpacked(a, NULL);
+            memmove(&og->node[at], &og->node[at + 1], (og->n_node - at - 1) * sizeof *og->node);
+            og->n_node--;
+            folded++;
+        }
+        free(list);
+        if (!folded) { free(last_out); continue; }
+        char nm[1200];
+        snprintf(nm, sizeof nm, "%s/folded_weight", n->name);
+        add_initializer(og, nm, &bg->vals[n->in[1]].t);
+        set_input(conv, 1, nm);
+        snprintf(nm, sizeof nm, "%s/folded_bias", n->name);
+        add_initializer(og, nm, &bg->vals[n->in[2]].t);
+        set_input(conv, 2, nm);
+        free(conv->output[0]);
+        conv->output[0] = last_out;
+    }
+}
+
+int fp_write_typed_onnx(const fp_ctx_t *c, char **fp32, int n, const char *config, const char *path, int *casts,
+                        perr_t *e)
 {
     char *buf;
     size_t len;
@@ -230,8 +308,10 @@ int fp_write_typed_onnx(const fp_ctx_t *c, char **fp32, int n, const char *path,
     Onnx__ModelProto *m = onnx__model_proto__unpack(NULL, len, (const uint8_t *)buf);
     free(buf);
     if (!m || !m->graph) { if (m) onnx__model_proto__free_unpacked(m, NULL); return BAD(e, "%s: not an ONNX model", c->model); }
-    graph_t *g = fp_build(c, "fp32", NULL, 1, e);
-    if (!g) { onnx__model_proto__free_unpacked(m, NULL); return -1; }
+    graph_t *g = fp_build(c, "fp32", NULL, 1, e), *bg = g ? fp_build(c, NULL, config, 0, e) : NULL;
+    if (!bg) { graph_free(g); onnx__model_proto__free_unpacked(m, NULL); return -1; }
+    carry_folds(m->graph, bg);
+    graph_free(bg);
     typer_t t = {.c = c, .g = g, .og = m->graph, .lowt = !strcmp(c->low, "bf16") ? DT_BFLOAT16 : DT_FLOAT16};
     retype(&t, fp32, n);
     *casts = t.casts;

@@ -29,6 +29,8 @@ void fp_result_free(fp_result_t *r);
 int fp_emit(fp_ctx_t *c, const char *outdir, const char *cfg_name, fp_result_t *ours, fp_result_t *autocast,
             fp_result_t *bisect, fp_result_t *all_low, perr_t *e);
 /* onnx16.c: the strongly typed mixed-precision model */
-int fp_write_typed_onnx(const fp_ctx_t *c, char **fp32, int n, const char *path, int *casts, perr_t *e);
+/* config: the searched precision config (its build's folded weights are carried over). */
+int fp_write_typed_onnx(const fp_ctx_t *c, char **fp32, int n, const char *config, const char *path, int *casts,
+                        perr_t *e);
 
 #endif
