@@ -100,6 +100,28 @@ ok("--fp16" in line and "--precisionConstraints=obey" in line and
 y = open(os.path.join(out, "precision.yaml")).read()
 ok("precision: fp16" in y and "constraints: obey" in y and "'/bad1/Mul'" in y, "precision.yaml names the layers exactly")
 
+# nafnet-ln (a Conv whose per-channel Mul build-engine folds into its weights):
+# the typed ONNX still reproduces the searched configuration bit for bit
+naf = os.path.join(root, "build", "models", "nafnet_ln")
+nout = os.path.join(tmp, "naf")
+rc, _, err = run("fix-precision", os.path.join(root, "configs", "models", "nafnet-ln.yaml"), "--precision", "fp16",
+                 "--inputs", os.path.join(naf, "samples"), "-q", "-o", nout)
+ok(rc == 0, "nafnet-ln fp16: criterion met on the held-out samples", err)
+rep = json.load(open(os.path.join(nout, "report.json")))
+a = rep["answers"]
+ok(a["fix_precision"]["fp32_layers"] < a["autocast"]["fp32_layers"] and a["fix_precision"]["fp32_layers"] < a["bisect"]["fp32_layers"]
+   and a["fix_precision"]["holdout"]["pass"], "nafnet-ln: fewer FP32 layers than both baselines, held-out PASS",
+   {k: (v["fp32_layers"], v["holdout"]["pass"]) for k, v in a.items()})
+res = []
+for tag, mdl, cf in (("nt", os.path.join(nout, "model.onnx"), st),
+                     ("ne", os.path.join(naf, "nafnet_ln_op16.onnx"), os.path.join(nout, "precision.yaml"))):
+    eng = os.path.join(tmp, tag + ".engine")
+    r1 = run("build-engine", mdl, "-o", eng, "--config", cf)[0]
+    r2 = run("infer", eng, "-i", os.path.join(naf, "samples"), "-o", os.path.join(tmp, tag))[0]
+    res.append(None if r1 or r2 else [np.load(os.path.join(tmp, tag, "s%02d" % i, "output.npy")) for i in range(16)])
+ok(res[0] is not None and res[1] is not None and all(np.array_equal(x, y) for x, y in zip(*res)),
+   "nafnet-ln: strongly typed model.onnx equals precision.yaml bit for bit on all 16 samples")
+
 # cannot be met: best attempt written, exit 1
 out2 = os.path.join(tmp, "hopeless")
 rc, _, err = run("fix-precision", cfg, "--precision", "fp16", "-c", "snr=200", "-o", out2, "-q", "--max-evals", 8)
