@@ -273,3 +273,20 @@ int fp_reference(fp_ctx_t *c, perr_t *e)
     }
     return rc;
 }
+
+void fp_ctx_free(fp_ctx_t *c)
+{
+    for (int i = 0; i < c->n_samples; i++) {
+        free(c->s[i].id);
+        tensorset_free(&c->s[i].in);
+        tensorset_free(&c->s[i].ref);
+    }
+    free(c->s);
+    for (int i = 0; i < c->n_layers; i++) { free(c->layers[i].name); free(c->layers[i].op); }
+    free(c->layers);
+    for (int i = 0; i < c->n_units; i++) { free(c->units[i].nodes); free(c->units[i].name); }
+    free(c->units);
+    cmp_config_free(&c->crit.tol);
+    if (c->has_gt) { coco_gt_free(&c->gt); coco_decode_opts_free(&c->dec); }
+    free((char *)c->meta_dir);
+}

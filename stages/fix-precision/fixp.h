@@ -83,6 +83,7 @@ int fp_reference(fp_ctx_t *c, perr_t *e);
  * counted is set. */
 int fp_evaluate(fp_ctx_t *c, char **fp32, int n, int lo, int hi, int counted, fp_score_t *out, perr_t *e);
 int fp_budget_left(const fp_ctx_t *c);
+void fp_ctx_free(fp_ctx_t *c);
 double fp_now(void);
 /* Writes a precision config: global c->low, the names in FP32 (exact, glob-escaped). */
 int fp_write_config(const fp_ctx_t *c, char **fp32, const char **why, int n, const char *path, perr_t *e);

@@ -127,15 +127,18 @@ static void setup(fp_ctx_t *c, cli_t *a, model_cfg_t *m, perr_t *e)
         if (m->detection && m->max_map_drop >= 0) { c->crit.use_map = 1; c->crit.max_map_drop = m->max_map_drop; }
         else c->crit.use_tol = 1;
     }
+    if (c->crit.use_map && !m->detection)
+        die_usage("fix-precision", "%s: criterion map-drop/min-map needs a detection: section", a->config);
     char *meta;
     char *dir = input_dir(a, m, &meta);
     if (c->crit.use_map) {
-        if (!m->detection) die_usage("fix-precision", "%s: criterion map-drop/min-map needs a detection: section", a->config);
         if (!meta) meta = xstrdup(dir);
         c->meta_dir = meta;
         if (coco_gt_load(m->gt, 1, &c->gt, e) ||
             coco_decode_opts_init(&c->dec, a->config, "detection", NULL, 0, e)) perr_die("fix-precision", e);
         c->has_gt = 1;
+    } else {
+        free(meta);
     }
     if (!is_dir(dir)) {
         BAD(e, "%s: inputs '%s' not found (run `make fix-precision MODEL=%s`, which prepares them)", a->config, dir, m->name);
@@ -227,6 +230,7 @@ int main(int argc, char **argv)
                                        : "criterion NOT met within the budget; best attempt written",
                 a.out);
     fp_result_free(&ours); fp_result_free(&ac); fp_result_free(&bi); fp_result_free(&low);
+    fp_ctx_free(&c);
     model_free(&m);
     return met ? 0 : 1;
 fail:
