@@ -155,6 +155,11 @@ static void list_layers(fp_ctx_t *c, const graph_t *g, int *lmap)
     }
 }
 
+static int is_gemm(const char *op)
+{
+    return !strcmp(op, "Conv") || !strcmp(op, "ConvTranspose") || !strcmp(op, "MatMul") || !strcmp(op, "Gemm");
+}
+
 static void group_units(fp_ctx_t *c, const graph_t *g, const int *lmap)
 {
     int nodes[9], lay[9];
@@ -166,6 +171,20 @@ static void group_units(fp_ctx_t *c, const graph_t *g, const int *lmap)
         }
         if (ok) add_unit(c, lay, n, common_prefix(g, nodes, n), "decomposed LayerNorm");
     }
+    /* the output tail: every layer after the last GEMM-class one (box
+     * decoding, scaling, Sigmoid, TopK...), nearly free, its error landing
+     * on the outputs directly: one candidate */
+    int last = -1, n = 0;
+    int *tail = xmalloc((c->n_layers + 1) * sizeof *tail);
+    for (int l = 0; l < c->n_layers; l++)
+        if (is_gemm(c->layers[l].op)) last = l;
+    for (int l = last + 1; last >= 0 && l < c->n_layers; l++)
+        if (c->layers[l].unit < 0) tail[n++] = l;
+    if (n > 1) {
+        add_unit(c, tail, n, xstrdup("output tail"), "output tail after the last GEMM-class layer");
+        c->units[c->n_units - 1].tail = 1;
+    }
+    free(tail);
     for (int l = 0; l < c->n_layers; l++)
         if (c->layers[l].unit < 0) add_unit(c, &l, 1, xstrdup(c->layers[l].name), "");
 }

@@ -29,12 +29,14 @@ static int eval_units(fp_ctx_t *c, const int *units, int nu, int lo, int hi, int
     return rc;
 }
 
-/* Rank: overflow sites first, then worst own error (lowest SNR), then order. */
+/* Rank: overflow sites first, then the output tail, then worst own error
+ * (lowest SNR), then order. */
 static const fp_ctx_t *rank_ctx;
 static int by_rank(const void *pa, const void *pb)
 {
     const fp_unit_t *a = &rank_ctx->units[*(const int *)pa], *b = &rank_ctx->units[*(const int *)pb];
     if (a->overflow != b->overflow) return b->overflow - a->overflow;
+    if (a->tail != b->tail) return b->tail - a->tail;
     if (a->local_snr != b->local_snr) return a->local_snr < b->local_snr ? -1 : 1;
     return *(const int *)pa - *(const int *)pb;
 }
