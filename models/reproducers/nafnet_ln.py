@@ -94,3 +94,9 @@ os.makedirs(os.path.join(out, "input"), exist_ok=True)
 # activations of a few hundred: squares of a few 1e4..1e5 overflow FP16
 x = (rng.standard_normal((1, C, H, W)) * 300 + 40).astype(np.float32)
 np.save(os.path.join(out, "input", "x.npy"), x)
+# samples/sNN/x.npy: more inputs of the same kind, drawn after x (which stays
+# as it was), for fix-precision's search and held-out verification
+for i in range(16):
+    d = os.path.join(out, "samples", "s%02d" % i)
+    os.makedirs(d, exist_ok=True)
+    np.save(os.path.join(d, "x.npy"), (rng.standard_normal((1, C, H, W)) * 300 + 40).astype(np.float32))
