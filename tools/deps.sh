@@ -23,8 +23,8 @@ if [ -n "$missing" ]; then
     apt-get update -qq >&2
     apt-get install -y -qq --no-install-recommends $missing >&2
   else
-    echo "deps: missing Debian packages; run:" >&2
-    echo "  sudo apt-get install -y$missing" >&2
+    # One line, the command to copy; nothing has been built yet.
+    echo "deps: missing Debian packages; as root run: apt-get install -y --no-install-recommends$missing" >&2
     exit 1
   fi
 fi
