@@ -35,6 +35,7 @@ if ! command -v mmdebstrap >/dev/null; then
 fi
 
 root=$(mktemp -d /var/tmp/parity-root.XXXXXX)
+chmod 755 "$root"   # apt downloads as _apt inside
 mounts=()
 cleanup() {
   local i
