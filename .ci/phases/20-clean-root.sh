@@ -11,6 +11,7 @@
 # the time of each step. The base is minbase plus make, the one tool the
 # README's commands assume. Needs root, network (Debian's archive, the npm
 # registry) and /proc, /dev, /sys bound in; every mount is undone on exit.
+# The full log: build/ci/clean-root.log (mmdebstrap's beside it).
 set -euo pipefail
 repo=$(pwd)
 log=${CLEAN_ROOT_LOG:-$repo/build/ci/clean-root.log}
@@ -72,7 +73,15 @@ for m in proc sys dev; do
   esac
   mounts+=("$root/$m")
 done
-in_root() { chroot "$root" /usr/bin/env -i HOME=/root PATH=/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 "$@"; }
+# The network's own TLS trust, where the host has one (an egress proxy's CA
+# that Node.js is told about): copied in like resolv.conf, so npm ci reaches
+# the registry; it is a certificate, not a package.
+ca_env=()
+if [ -n "${NODE_EXTRA_CA_CERTS:-}" ] && [ -f "$NODE_EXTRA_CA_CERTS" ]; then
+  cp "$NODE_EXTRA_CA_CERTS" "$root/etc/ci-network-ca.crt"
+  ca_env=(NODE_EXTRA_CA_CERTS=/etc/ci-network-ca.crt)
+fi
+in_root() { chroot "$root" /usr/bin/env -i HOME=/root PATH=/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 "${ca_env[@]}" "$@"; }
 
 step "normal user, deps missing"
 # uid 1000 needs no account (minbase has no useradd); it owns its own copy
