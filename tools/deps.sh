@@ -8,7 +8,7 @@ set -eu
 cd "$(dirname "$0")/.."
 pkgs="build-essential pkg-config libpng-dev libyaml-dev libprotobuf-c-dev protobuf-c-compiler
 libopenblas-dev libjansson-dev zlib1g-dev libonnx-dev libonnx-testdata
-python3 python3-numpy python3-onnx python3-opencv python3-pil time chromium"
+python3 python3-numpy python3-onnx python3-opencv python3-pil python3-yaml time chromium"
 missing=""
 for p in $pkgs; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
@@ -23,8 +23,8 @@ if [ -n "$missing" ]; then
     apt-get update -qq >&2
     apt-get install -y -qq --no-install-recommends $missing >&2
   else
-    echo "deps: missing Debian packages; run:" >&2
-    echo "  sudo apt-get install -y$missing" >&2
+    # One line, the command to copy; nothing has been built yet.
+    echo "deps: missing Debian packages; as root run: apt-get install -y --no-install-recommends$missing" >&2
     exit 1
   fi
 fi

@@ -23,7 +23,7 @@ TensorRT's trtexec reads and writes; the file side of trtexec.sh.
 Exit 0 done, 2 bad input (one line on stderr naming the file and the problem).
 File formats: trtexec's sampleInference.cpp (dumpRawBindingToFiles, file
 "<safe name>.<input|output>.<d0>.<d1>...<type>.raw") and sampleReporting.cpp
-(exportJSONOutput, exportJSONTrace); see shared notes/polygraphy.md.
+(exportJSONOutput, exportJSONTrace); summarised in docs/design.md "Data formats".
 """
 import json
 import os

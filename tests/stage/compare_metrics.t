@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 # compare's statistics against values computed here, independently: by hand
-# for one small case, with numpy (Polygraphy's definitions, notes/polygraphy.md)
+# for one small case, with numpy (Polygraphy's definitions, docs/design.md)
 # for the rest: small tensors (quickselect) and large ones (radix select),
 # float32, float16 against float32, float64, integers, booleans, NaN and Inf,
 # empty and scalar tensors, every --check-error-stat and both rules.

@@ -14,6 +14,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 sys.path.insert(0, os.path.dirname(__file__))
 from tap import ok, done, run
+from bounds import U32, sum_bound, fn_bound, within
 
 tmp = tempfile.mkdtemp(prefix="parity-engine-graph-")
 
@@ -130,8 +131,14 @@ r3, _, e3 = build_and_run("mlp3", m, {"x": x}, infer_args=("--dump", "all"))
 ok(r1 is not None and r2 is not None and r1["y"].tobytes() == r2["y"].tobytes(), "1 and 2 threads give identical bytes", e1 + e2)
 ok(r3 is not None and r1 is not None and r3["y"].tobytes() == r1["y"].tobytes() and "h" in r3 and "a" in r3,
    "--dump all writes intermediates and leaves the output bit-identical", e3)
-ref = np.tanh(x.astype(np.float64) @ numpy_helper.to_array(W1).astype(np.float64)) @ numpy_helper.to_array(W2).astype(np.float64)
-ok(r1 is not None and np.allclose(r1["y"], ref, rtol=1e-4, atol=1e-4), "MatMul-Tanh-MatMul agrees with float64 numpy")
+x64, w1, w2 = x.astype(np.float64), numpy_helper.to_array(W1).astype(np.float64), numpy_helper.to_array(W2).astype(np.float64)
+a64 = np.tanh(x64 @ w1)
+ref = a64 @ w2
+# bounds (bounds.py): the first product, tanh (slope <= 1, within 3 ulp:
+# tests/unit/vmath.c), then the second product of values each off by da
+da = fn_bound(sum_bound(64, np.abs(x64) @ np.abs(w1)), 1, 3, a64)
+good, worst = within(r1["y"], ref, da @ np.abs(w2) + sum_bound(96, (np.abs(a64) + da) @ np.abs(w2))) if r1 else (False, None)
+ok(good, "MatMul-Tanh-MatMul agrees with float64 numpy (error %s of its bound)" % worst)
 
 # 5. views share their input's bytes in the memory plan (Reshape, Unsqueeze,
 # Flatten, Identity): the input is read again after the views are done, a
@@ -195,8 +202,13 @@ names = lf and [(l["name"], ",".join(l.get("fused_from", []))) for l in lf["laye
 ok(names is not None and ("fc1", "fc1,fc1_bias,fc1_relu") in names and ("fc2", "fc2,fc2_bias") in names
    and any(n == "fc3_full" for n, _ in names), "layer report: fc1 holds its bias and Relu, fc2 its bias, fc3's Add stays", names)
 f64 = lambda t: numpy_helper.to_array(t).astype(np.float64)
-want = np.maximum(x @ f64(W1) + f64(b1), 0) @ f64(W2) + f64(b2)
-ok(fused is not None and np.allclose(fused["y"], want, rtol=1e-4, atol=1e-4), "fused MatMul bias agrees with float64 numpy")
+r64 = np.maximum(x @ f64(W1) + f64(b1), 0)
+want = r64 @ f64(W2) + f64(b2)
+# bounds: 16 products and the bias, Relu (exact, slope 1), 8 products and the bias
+dr = sum_bound(17, np.abs(x) @ np.abs(f64(W1)) + np.abs(f64(b1)))
+bound = dr @ np.abs(f64(W2)) + sum_bound(9, (r64 + dr) @ np.abs(f64(W2)) + np.abs(f64(b2)))
+good, worst = within(fused["y"], want, bound) if fused else (False, None)
+ok(good, "fused MatMul bias agrees with float64 numpy (error %s of its bound)" % worst)
 h16, l16, e16 = build_and_run("mmbias_fp16", m, {"x": x}, "--precision", "fp16")
 ok(l16 is not None and any(l["name"] == "fc1_bias" for l in l16["layers"]), "fp16 storage: the bias Add stays a layer", e16)
 # 7. SiLU (Conv -> Sigmoid, Mul of both) fuses into the Conv, and a Sigmoid
@@ -221,11 +233,15 @@ ok(fused is not None and plain is not None and fused["y"].tobytes() == plain["y"
    and fused["h"].tobytes() == plain["h"].tobytes(), "SiLU and Sigmoid fused: the same bytes as unfused", ef + ep)
 names = lf and [(l["name"], ",".join(l.get("fused_from", []))) for l in lf["layers"]]
 ok(names == [("conv", "conv,silu_sig,silu_mul"), ("conv2", "conv2,sig")], "layer report: two layers, SiLU and Sigmoid inside", names)
-c64 = np.zeros((12, 20, 30))
+c64, mag = np.zeros((12, 20, 30)), np.zeros((12, 20, 30))
 xp = np.pad(x[0].astype(np.float64), ((0, 0), (1, 1), (1, 1)))
 for o in range(12):
     c64[o] = numpy_helper.to_array(bc)[o] + sum(numpy_helper.to_array(Wc)[o, i, u, v] * xp[i, u:u + 20, v:v + 30]
                                                 for i in range(3) for u in range(3) for v in range(3))
-ok(fused is not None and np.allclose(fused["h"][0], c64 / (1 + np.exp(-c64)), rtol=1e-5, atol=1e-5),
-   "fused SiLU agrees with float64 numpy")
+    mag[o] = abs(numpy_helper.to_array(bc)[o]) + sum(abs(numpy_helper.to_array(Wc)[o, i, u, v] * xp[i, u:u + 20, v:v + 30])
+                                                    for i in range(3) for u in range(3) for v in range(3))
+# bounds: 27 taps and the bias, then SiLU (slope <= 1.1, sigmoid's 3 ulp and the product's rounding)
+silu = c64 / (1 + np.exp(-c64))
+good, worst = within(fused["h"][0], silu, fn_bound(sum_bound(28, mag), 1.1, 3.5, silu)) if fused else (False, None)
+ok(good, "fused SiLU agrees with float64 numpy (error %s of its bound)" % worst)
 done()

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
-# map-eval against pycocotools: every case of ../shared/coco-vectors (the
-# stats and per-category APs pycocotools gave, in expected.json) within 1e-9;
+# map-eval against pycocotools: every case of tests/data/coco (the stats and
+# per-category APs pycocotools gave, in expected.json) within 1e-9;
 # numpy's own mean over the precision arrays map-eval writes (so the pairwise
 # summation is checked against numpy, beyond 8192 values); one-line errors
 # with exit 2 and no output file for bad input; and decoding of inference
@@ -21,8 +21,7 @@ from tap import ok, done, run, one_line_error
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
-SHARED = os.path.join(os.path.dirname(REPO), "shared")
-VECTORS = os.path.join(SHARED, "coco-vectors")
+VECTORS = os.path.join(REPO, "tests", "data", "coco")
 STATS = ["AP", "AP50", "AP75", "APs", "APm", "APl", "AR1", "AR10", "AR100", "ARs", "ARm", "ARl"]
 
 tmp = tempfile.mkdtemp(prefix="map-eval-t.")
@@ -41,9 +40,8 @@ def dump(obj, name, raw=None):
 
 # ---- the pycocotools vectors ----
 
-cases = sorted(os.listdir(VECTORS)) if os.path.isdir(VECTORS) else []
-if not ok(len(cases) > 0, "coco-vectors found at %s" % VECTORS,
-          "the shared folder must sit beside the repository (../shared)"):
+cases = sorted(d for d in os.listdir(VECTORS) if os.path.isdir(os.path.join(VECTORS, d)))
+if not ok(len(cases) == 5, "the 5 pycocotools vector cases in tests/data/coco", cases):
     done()
 
 for case in cases:

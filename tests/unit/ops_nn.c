@@ -14,6 +14,7 @@
 #include "ops/run.h"
 
 #include "nn_testutil.h"
+#include "bounds.h"
 
 /* ---- Conv against a direct loop ---- */
 
@@ -75,14 +76,15 @@ static int check_conv(const conv_case_t *cc, dtype_t dt)
         osp[j] = od[2 + a]; isp[j] = cc->in[a]; ks[j] = cc->k[a]; st[j] = cc->s[a]; dl[j] = cc->d[a]; p0[j] = pb[a];
     }
     int64_t cg = cc->c / cc->group, mg = cc->m / cc->group, no = cc->n * cc->m * osp[0] * osp[1] * osp[2];
-    double *want = calloc((size_t)no, sizeof *want);
+    double *want = calloc((size_t)no, sizeof *want), *bound = calloc((size_t)no, sizeof *bound);
+    double u = dt == DT_FLOAT ? U_FLOAT : U_DOUBLE;
     int64_t o = 0;
     for (int64_t n = 0; n < cc->n; n++)
         for (int64_t m = 0; m < cc->m; m++)
             for (int64_t z = 0; z < osp[0]; z++)
                 for (int64_t yy = 0; yy < osp[1]; yy++)
                     for (int64_t xx = 0; xx < osp[2]; xx++, o++) {
-                        double acc = b ? tensor_get_f64(b, m) : 0;
+                        double acc = b ? tensor_get_f64(b, m) : 0, mag = fabs(acc);
                         for (int64_t ci = 0; ci < cg; ci++)
                             for (int64_t kz = 0; kz < ks[0]; kz++)
                                 for (int64_t ky = 0; ky < ks[1]; ky++)
@@ -93,15 +95,18 @@ static int check_conv(const conv_case_t *cc, dtype_t dt)
                                         if (iz < 0 || iz >= isp[0] || iy < 0 || iy >= isp[1] || ix < 0 || ix >= isp[2])
                                             continue;
                                         int64_t c = (m / mg) * cg + ci;
-                                        acc += tensor_get_f64(x, (((n * cc->c + c) * isp[0] + iz) * isp[1] + iy) * isp[2] + ix) *
-                                               tensor_get_f64(w, (((m * cg + ci) * ks[0] + kz) * ks[1] + ky) * ks[2] + kx);
+                                        double p = tensor_get_f64(x, (((n * cc->c + c) * isp[0] + iz) * isp[1] + iy) * isp[2] + ix) *
+                                                   tensor_get_f64(w, (((m * cg + ci) * ks[0] + kz) * ks[1] + ky) * ks[2] + kx);
+                                        acc += p;
+                                        mag += fabs(p);
                                     }
                         want[o] = acc;
+                        bound[o] = sum_bound(cg * ks[0] * ks[1] * ks[2] + 1, mag, u);
                     }
-    double err = rc ? INFINITY : max_err(&y, want, nd, od);
-    int good = err < (dt == DT_FLOAT ? 1e-5 : 1e-12);
-    ok(good, "Conv %s (%s): max error %.3g", cc->name, dtype_name(dt), err);
-    free(want);
+    double err = rc ? INFINITY : bound_ratio(&y, want, bound, nd, od);
+    int good = err <= 1;
+    ok(good, "Conv %s (%s): max error %.3g of its bound", cc->name, dtype_name(dt), err);
+    free(want); free(bound);
     tensor_free(x); tensor_free(w); tensor_free(b); tensor_free_data(&y);
     return good;
 }
@@ -152,10 +157,13 @@ static void test_convtranspose(void)
     int64_t oh = s[0] * (xd[2] - 1) + opad[0] + (wd[2] - 1) * d[0] + 1 - pads[0] - pads[2];
     int64_t ow = s[1] * (xd[3] - 1) + opad[1] + (wd[3] - 1) * d[1] + 1 - pads[1] - pads[3];
     int64_t od[4] = {2, 6, oh, ow};
-    double *want = calloc((size_t)(2 * 6 * oh * ow), sizeof *want);
+    double *want = calloc((size_t)(2 * 6 * oh * ow), sizeof *want), *mag = calloc((size_t)(2 * 6 * oh * ow), sizeof *mag);
     for (int64_t n = 0; n < 2; n++)
         for (int64_t m = 0; m < 6; m++)
-            for (int64_t i = 0; i < oh * ow; i++) want[(n * 6 + m) * oh * ow + i] = tensor_get_f64(b, m);
+            for (int64_t i = 0; i < oh * ow; i++) {
+                want[(n * 6 + m) * oh * ow + i] = tensor_get_f64(b, m);
+                mag[(n * 6 + m) * oh * ow + i] = fabs(tensor_get_f64(b, m));
+            }
     for (int64_t n = 0; n < 2; n++)
         for (int64_t c = 0; c < 4; c++)
             for (int64_t iy = 0; iy < xd[2]; iy++)
@@ -165,14 +173,17 @@ static void test_convtranspose(void)
                             for (int64_t kx = 0; kx < wd[3]; kx++) {
                                 int64_t y0 = iy * s[0] - pads[0] + ky * d[0], x0 = ix * s[1] - pads[1] + kx * d[1];
                                 if (y0 < 0 || y0 >= oh || x0 < 0 || x0 >= ow) continue;
-                                int64_t m = (c / 2) * 3 + mm;
-                                want[((n * 6 + m) * oh + y0) * ow + x0] +=
-                                    tensor_get_f64(x, ((n * 4 + c) * xd[2] + iy) * xd[3] + ix) *
-                                    tensor_get_f64(w, ((c * 3 + mm) * wd[2] + ky) * wd[3] + kx);
+                                int64_t m = (c / 2) * 3 + mm, q = ((n * 6 + m) * oh + y0) * ow + x0;
+                                double p = tensor_get_f64(x, ((n * 4 + c) * xd[2] + iy) * xd[3] + ix) *
+                                           tensor_get_f64(w, ((c * 3 + mm) * wd[2] + ky) * wd[3] + kx);
+                                want[q] += p;
+                                mag[q] += fabs(p);
                             }
-    double err = rc ? INFINITY : max_err(&y, want, 4, od);
-    ok(err < 1e-5, "ConvTranspose groups, strides, dilations, pads, output_padding: max error %.3g", err);
-    free(want);
+    /* at most every input channel times every tap reaches one output, plus the bias */
+    for (int64_t i = 0; i < 2 * 6 * oh * ow; i++) mag[i] = sum_bound(xd[1] * wd[2] * wd[3] + 1, mag[i], U_FLOAT);
+    double err = rc ? INFINITY : bound_ratio(&y, want, mag, 4, od);
+    ok(err <= 1, "ConvTranspose groups, strides, dilations, pads, output_padding: max error %.3g of its bound", err);
+    free(want); free(mag);
     tensor_free(x); tensor_free(w); tensor_free(b); tensor_free_data(&y);
 }
 
@@ -208,7 +219,7 @@ static void check_matmul(const char *name, dtype_t dt, int na, const int64_t *ad
     for (int i = 0; i < rbat; i++) od[nd++] = bat[i];
     if (na > 1) od[nd++] = M;
     if (nb > 1) od[nd++] = N;
-    double *want = calloc((size_t)(nbat * M * N + 1), sizeof *want);
+    double *want = calloc((size_t)(nbat * M * N + 1), sizeof *want), *bound = calloc((size_t)(nbat * M * N + 1), sizeof *bound);
     for (int64_t q = 0; q < nbat; q++) {
         int64_t aoff = 0, boff = 0, rem = q, sa = M * K, sb = K * N;
         for (int i = rbat - 1; i >= 0; i--) {
@@ -220,10 +231,15 @@ static void check_matmul(const char *name, dtype_t dt, int na, const int64_t *ad
         }
         for (int64_t i = 0; i < M; i++)
             for (int64_t j = 0; j < N; j++) {
-                double acc = 0;
-                for (int64_t k = 0; k < K; k++)
-                    acc += tensor_get_f64(a, aoff + i * K + k) * tensor_get_f64(b, boff + k * N + j);
+                double acc = 0, mag = 0;
+                for (int64_t k = 0; k < K; k++) {
+                    double p = tensor_get_f64(a, aoff + i * K + k) * tensor_get_f64(b, boff + k * N + j);
+                    acc += p;
+                    mag += fabs(p);
+                }
                 want[(q * M + i) * N + j] = acc;
+                /* integers: exact, no bound */
+                bound[(q * M + i) * N + j] = dtype_is_float(dt) ? sum_bound(K, mag, dt == DT_FLOAT ? U_FLOAT : U_DOUBLE) : 0;
             }
     }
     if (!dtype_is_float(dt))   /* small integers: exact products, wrapped to the type */
@@ -234,9 +250,9 @@ static void check_matmul(const char *name, dtype_t dt, int na, const int64_t *ad
             tensor_set_f64(&tmp, 0, (double)v);
             want[i] = tensor_get_f64(&tmp, 0);
         }
-    double err = rc ? INFINITY : max_err(&y, want, nd, od);
-    ok(err < (dt == DT_FLOAT ? 1e-5 : 1e-12), "MatMul %s (%s): max error %.3g", name, dtype_name(dt), err);
-    free(want);
+    double err = rc ? INFINITY : bound_ratio(&y, want, bound, nd, od);
+    ok(err <= 1, "MatMul %s (%s): max error %.3g of its bound", name, dtype_name(dt), err);
+    free(want); free(bound);
     tensor_free(a); tensor_free(b); tensor_free_data(&y);
 }
 
@@ -290,15 +306,21 @@ static void test_gemm(void)
     tensor_t y = {0}, *out[1] = {&y};
     perr_t e;
     int rc = run_node(&t, in, out, &e);
-    double want[15];
+    double want[15], bound[15];
     for (int i = 0; i < 3; i++)
         for (int j = 0; j < 5; j++) {
-            double acc = 0;
-            for (int k = 0; k < 4; k++) acc += tensor_get_f64(a, k * 3 + i) * tensor_get_f64(b, j * 4 + k);
+            double acc = 0, mag = 0;
+            for (int k = 0; k < 4; k++) {
+                double p = tensor_get_f64(a, k * 3 + i) * tensor_get_f64(b, j * 4 + k);
+                acc += p;
+                mag += fabs(p);
+            }
             want[i * 5 + j] = 0.5 * acc + 2.0 * tensor_get_f64(cc, j);
+            /* the dot product, then alpha, beta and their sum: 3 more roundings */
+            bound[i * 5 + j] = sum_bound(4 + 3, 0.5 * mag + 2.0 * fabs(tensor_get_f64(cc, j)), U_FLOAT);
         }
-    double err = rc ? INFINITY : max_err(&y, want, 2, (int64_t[]){3, 5});
-    ok(err < 1e-5, "Gemm transA, transB, alpha, beta, row-broadcast C: max error %.3g", err);
+    double err = rc ? INFINITY : bound_ratio(&y, want, bound, 2, (int64_t[]){3, 5});
+    ok(err <= 1, "Gemm transA, transB, alpha, beta, row-broadcast C: max error %.3g of its bound", err);
     tensor_free(a); tensor_free(b); tensor_free(cc); tensor_free_data(&y);
 }
 
@@ -320,19 +342,23 @@ static void test_einsum(void)
         perr_t e;
         int rc = run_node(&t, in, out, &e);
         if (rc) diag("%s", e.msg);
-        double want[40];
+        double want[40], bound[40];
         for (int n = 0; n < 2; n++)
             for (int i = 0; i < 3; i++)
                 for (int k = 0; k < 5; k++) {
-                    double acc = 0;
-                    for (int j = 0; j < 4; j++)
-                        acc += tensor_get_f64(a, (n * 3 + i) * 4 + j) *
-                               (q ? tensor_get_f64(b2, (n * 5 + k) * 4 + j) : tensor_get_f64(b, (n * 4 + j) * 5 + k));
+                    double acc = 0, mag = 0;
+                    for (int j = 0; j < 4; j++) {
+                        double p = tensor_get_f64(a, (n * 3 + i) * 4 + j) *
+                                   (q ? tensor_get_f64(b2, (n * 5 + k) * 4 + j) : tensor_get_f64(b, (n * 4 + j) * 5 + k));
+                        acc += p;
+                        mag += fabs(p);
+                    }
                     want[q ? (n * 5 + k) * 3 + i : (n * 3 + i) * 5 + k] = acc;
+                    bound[q ? (n * 5 + k) * 3 + i : (n * 3 + i) * 5 + k] = sum_bound(4, mag, U_FLOAT);
                 }
         int64_t od[3] = {2, q ? 5 : 3, q ? 3 : 5};
-        double err = rc ? INFINITY : max_err(&y, want, 3, od);
-        ok(err < 1e-5, "Einsum %s: max error %.3g", eqs[q], err);
+        double err = rc ? INFINITY : bound_ratio(&y, want, bound, 3, od);
+        ok(err <= 1, "Einsum %s: max error %.3g of its bound", eqs[q], err);
         tensor_free_data(&y);
     }
     /* general path: diagonal and implicit output ("ii" -> trace, "...ii->...i") */
@@ -357,13 +383,18 @@ static void test_einsum(void)
     tensor_t *p = random_tensor(DT_DOUBLE, 2, m1, -1, 1), *r = random_tensor(DT_DOUBLE, 2, m2, -1, 1);
     const tensor_t *in2[2] = {p, r};
     rc = run_node(&t, in2, out, &e);
+    double bnd[6];
     for (int i = 0; i < 3; i++)
         for (int k = 0; k < 2; k++) {
-            want[i * 2 + k] = 0;
-            for (int j = 0; j < 4; j++) want[i * 2 + k] += tensor_get_f64(p, i * 4 + j) * tensor_get_f64(r, j * 2 + k);
+            want[i * 2 + k] = bnd[i * 2 + k] = 0;
+            for (int j = 0; j < 4; j++) {
+                want[i * 2 + k] += tensor_get_f64(p, i * 4 + j) * tensor_get_f64(r, j * 2 + k);
+                bnd[i * 2 + k] += fabs(tensor_get_f64(p, i * 4 + j) * tensor_get_f64(r, j * 2 + k));
+            }
+            bnd[i * 2 + k] = sum_bound(4, bnd[i * 2 + k], U_DOUBLE);
         }
-    err = rc ? INFINITY : max_err(&y, want, 2, (int64_t[]){3, 2});
-    ok(err < 1e-12, "Einsum ij,jk (implicit output): max error %.3g", err);
+    err = rc ? INFINITY : bound_ratio(&y, want, bnd, 2, (int64_t[]){3, 2});
+    ok(err <= 1, "Einsum ij,jk (implicit output): max error %.3g of its bound", err);
     node_init(&t, "Einsum", 12, 2, 1);
     set_str(&t, "equation", "ij,jk,kl->il");   /* three terms, two inputs */
     rc = run_node(&t, in2, out, &e);

@@ -1,5 +1,5 @@
 // npy.js — .npy files and tensor-set folders for the node backends, byte for
-// byte the format parity's stages read and write (DESIGN.md "Data formats"):
+// byte the format parity's stages read and write (docs/design.md "Data formats"):
 // NumPy format v1-v3, little-endian, C order; written with v1 headers padded
 // to 64 bytes, exactly as numpy.save and parity's npy_serialize do, so the
 // same tensor gives the same file whichever program wrote it. File names are

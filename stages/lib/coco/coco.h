@@ -2,9 +2,8 @@
  *
  * The map-eval stage loads a ground-truth file and detections (a COCO results
  * JSON, or decoded from inference tensor sets: coco/decode.h), evaluates them
- * and prints/writes the 12 COCO stats. Every rule follows
- * shared/notes/coco-eval.md (what cocoeval.py, coco.py and maskApi.c do):
- * stable sorts, the precision eps, crowd matching, area ranges from the JSON
+ * and prints/writes the 12 COCO stats. Every rule is pycocotools' (cocoeval.py,
+ * coco.py, maskApi.c; listed in docs/design.md "COCO evaluation"): stable sorts, the precision eps, crowd matching, area ranges from the JSON
  * area field, equal-IoU ties, numpy's pairwise mean. Results agree with
  * pycocotools to the last bit on the project's test vectors.
  *

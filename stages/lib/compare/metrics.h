@@ -1,7 +1,7 @@
 /* metrics.h — everything compare says about one tensor pair (A under test,
  * B the reference), computed in two streaming passes over the data.
  *
- * The differences are Polygraphy's (notes/polygraphy.md): both sides cast up
+ * The differences are Polygraphy's (docs/design.md "Compare semantics"): both sides cast up
  * (fp16/bf16 -> fp32, integers and mixed types -> fp64), absdiff = |a - b|,
  * reldiff = absdiff / |b| with 2.220446049250313e-16 added to exact zeros of
  * a floating-point reference. Statistics follow numpy's definitions (max and

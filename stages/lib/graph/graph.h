@@ -17,7 +17,7 @@ typedef enum value_kind {
     VAL_CONST,            /* initializer, Constant, or folded */
 } value_kind_t;
 
-/* Compute precisions (DESIGN.md "Precision semantics"). */
+/* Compute precisions (docs/precision.md). */
 typedef enum precision {
     PREC_FP32 = 0, PREC_TF32, PREC_FP16, PREC_BF16,
 } precision_t;

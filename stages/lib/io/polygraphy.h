@@ -1,4 +1,4 @@
-/* polygraphy.h — Polygraphy's JSON files (notes/polygraphy.md): RunResults
+/* polygraphy.h — Polygraphy's JSON files (docs/design.md "Data formats"): RunResults
  * written by `polygraphy run --save-outputs` and the input lists written by
  * `--save-inputs` / read by `--load-inputs`; arrays inside are base64 images
  * of complete .npy files (older Polygraphy: .npz images, or latin-1 text).

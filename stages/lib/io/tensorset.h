@@ -1,5 +1,5 @@
 /* tensorset.h — a tensor set: named tensors, stored as a folder with one
- * file per tensor (DESIGN.md "Data formats"). File names are name_encode()d
+ * file per tensor (docs/design.md "Data formats"). File names are name_encode()d
  * tensor names plus .npy; .pb files (ONNX TensorProto, the ONNX test-data
  * convention) are read too, named by the TensorProto's name or, when that is
  * empty, left unnamed ("") with their file order kept for positional binding. */

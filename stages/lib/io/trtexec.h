@@ -1,4 +1,4 @@
-/* trtexec.h — the files trtexec writes (notes/polygraphy.md, trtexec's
+/* trtexec.h — the files trtexec writes (read from trtexec's
  * sampleReporting.cpp and sampleInference.cpp):
  *   --exportOutput=F.json   [{"name": N, "dimensions": "1x1000", "values": [v, ...]}, ...]
  *                           values printed with 6 significant digits (lossy),

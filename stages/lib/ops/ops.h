@@ -50,7 +50,7 @@ typedef struct op_def {
     /* Handles every element type itself, float16/bfloat16 included (ops that
      * only move bytes, Cast, Shape). Other ops never see half types: the
      * executor widens half inputs to float32, runs the kernel, and rounds
-     * float outputs back to the storage type (DESIGN.md precision semantics). */
+     * float outputs back to the storage type (docs/precision.md). */
     unsigned any_type : 1;
     /* Output 0 is input 0's bytes under another shape (Reshape, Flatten,
      * Squeeze, Unsqueeze, Identity): the memory plan may give both the

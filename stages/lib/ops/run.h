@@ -1,6 +1,6 @@
 /* run.h — running one node: the single place where a kernel is called, used
  * both by constant folding at build time and by the executor at run time.
- * It applies the precision semantics of DESIGN.md around the kernel:
+ * It applies the precision semantics (docs/precision.md) around the kernel:
  * half-typed inputs widened to float32 for kernels that do not take them,
  * the inputs precision.c flagged rounded to TF32/FP16/BF16, and float outputs
  * rounded to the node's storage type. */

@@ -1,5 +1,5 @@
 /* precision.h — assigning each layer its compute precision and storage type
- * (DESIGN.md "Precision semantics"): a global policy, per-layer constraints
+ * (docs/precision.md): a global policy, per-layer constraints
  * from YAML (layer-name globs and op types, obey | prefer | none), or the
  * model's own types (strongly typed). It also marks where a value crosses
  * into a narrower precision, so the executor rounds it there: the casts a

@@ -1,5 +1,6 @@
-/* dispatch.h — dispatch on element type once (notes/c-engines.md): a kernel
- * body is written once as a macro over C type T and expanded per type. */
+/* dispatch.h — dispatch on element type once: a kernel body is written
+ * once as a macro over C type T and expanded per type, so no block of code is
+ * copied per type (docs/design.md "The engine"). */
 #ifndef PARITY_DISPATCH_H
 #define PARITY_DISPATCH_H
 

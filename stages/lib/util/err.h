@@ -2,7 +2,7 @@
  *
  * Library functions never print or exit: they fill a perr_t and return -1.
  * A stage's main() prints the single line "stage: message" and exits with the
- * code, so every bad input ends the same way (DESIGN.md: exit 2 bad input,
+ * code, so every bad input ends the same way (docs/design.md "Conventions of every stage": exit 2 bad input,
  * 3 internal error, 1 a check failed).
  */
 #ifndef PARITY_ERR_H
