@@ -4,6 +4,7 @@
  *               [--rule polygraphy|allclose] [--nan-equal] [--inf-equal]
  *               [--per-tensor NAME=atol,rtol]... [--json OUT.json] [--quiet]
  *   compare A B --layerwise --layers LAYERS.json [--local] [tolerances] [--json OUT.json]
+ *   compare A B --detection labels=L,boxes=B,scores=S[,iou=0.5,score_floor=0.3,format=xyxy] [...]
  *   compare --to-polygraphy OUT.json [--inputs] [--runner NAME] SRC
  *
  * B is the reference. A and B are tensor sets (folders of .npy/.pb/trtexec
@@ -15,7 +16,13 @@
  * --layerwise walks the layer report (build-engine --layers-out) in order
  * over two dumps (infer --dump all): the first failing tensor, the first
  * NaN/Inf, the error layer by layer; --local when A came from
- * infer --reference B ranks layers by their own error.
+ * infer --reference B ranks layers by their own error; --layer-snr-db X
+ * judges each layer by its SNR against the reference instead (a measure
+ * free of the tensor's scale), so the first failure is where the signal is
+ * lost, not where an absolute tolerance happens to be crossed.
+ * --detection matches a detector's outputs by detection (per class, greedy
+ * by score, IoU >= iou) and judges by it: nothing missed, extra or flipped
+ * above score_floor; element-wise statistics stay in the JSON.
  * --to-polygraphy writes SRC as Polygraphy RunResults (or --save-inputs
  * list with --inputs) for `polygraphy run --load-outputs/--load-inputs`.
  *
@@ -26,6 +33,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "compare/detmatch.h"
 #include "compare/layerwise.h"
 #include "compare/report.h"
 #include "compare/convert.h"
@@ -45,13 +53,16 @@ static const char usage[] =
     "  --json FILE                 every statistic, as JSON\n"
     "  --layerwise --layers FILE   first diverging layer, from two --dump all runs\n"
     "  --local                     A ran each layer on B's inputs: rank layers by own error\n"
+    "  --layer-snr-db X            layerwise: a layer fails when its SNR is below X dB (scale-free)\n"
+    "  --detection SPEC            labels=L,boxes=B,scores=S[,format=xyxy][,iou=0.5][,score_floor=0.3]:\n"
+    "                              match detections per class and judge by them\n"
     "  -q, --quiet                 no text summary\n"
     "  @FILE                       more arguments, from FILE: a JSON array of strings (plan's .args)\n"
     "  -h, --help | -V, --version\n"
     "Exit: 0 all pass, 1 a tensor fails, 2 bad usage or bad input, 3 internal error.\n";
 
 enum { O_ATOL = 256, O_RTOL, O_STAT, O_QUANT, O_RULE, O_NANEQ, O_INFEQ, O_PER, O_JSON, O_LAYERWISE,
-       O_LAYERS, O_LOCAL, O_TOPOLY, O_INPUTS, O_RUNNER };
+       O_LAYERS, O_LOCAL, O_TOPOLY, O_INPUTS, O_RUNNER, O_LSNR, O_DET };
 
 static double parse_nonneg(const char *opt, const char *s)
 {
@@ -64,7 +75,8 @@ static double parse_nonneg(const char *opt, const char *s)
 typedef struct args {
     cmp_config_t cfg;
     const char *json, *layers, *topoly, *runner;
-    int layerwise, local, quiet, inputs;
+    int layerwise, local, quiet, inputs, detection;
+    dm_config_t det;
 } args_t;
 
 static void parse_args(int argc, char **argv, args_t *a)
@@ -78,6 +90,7 @@ static void parse_args(int argc, char **argv, args_t *a)
         {"layers", required_argument, 0, O_LAYERS}, {"local", no_argument, 0, O_LOCAL},
         {"to-polygraphy", required_argument, 0, O_TOPOLY}, {"inputs", no_argument, 0, O_INPUTS},
         {"runner", required_argument, 0, O_RUNNER}, {"quiet", no_argument, 0, 'q'},
+        {"layer-snr-db", required_argument, 0, O_LSNR}, {"detection", required_argument, 0, O_DET},
         {"help", no_argument, 0, 'h'}, {"version", no_argument, 0, 'V'}, {0, 0, 0, 0},
     };
     cmp_config_init(&a->cfg);
@@ -109,6 +122,12 @@ static void parse_args(int argc, char **argv, args_t *a)
         case O_TOPOLY: a->topoly = optarg; break;
         case O_INPUTS: a->inputs = 1; break;
         case O_RUNNER: a->runner = optarg; break;
+        case O_LSNR: a->cfg.layer_snr_db = parse_nonneg("--layer-snr-db", optarg); break;
+        case O_DET:
+            if (a->detection) dm_config_free(&a->det);
+            if (dm_config_parse(&a->det, optarg, &e)) die_usage("compare", "%s", e.msg);
+            a->detection = 1;
+            break;
         case 'q': a->quiet = 1; break;
         case 'h': fputs(usage, stdout); exit(0);
         case 'V': puts("compare (parity) 0.1.0"); exit(0);
@@ -119,6 +138,27 @@ static void parse_args(int argc, char **argv, args_t *a)
         die_usage("compare", "--rule allclose is an element rule: it takes no --check-error-stat");
     if ((a->layerwise || a->local) && !a->layers) die_usage("compare", "--layerwise needs --layers LAYERS.json");
     if (a->layers) a->layerwise = 1;
+    if (a->detection && a->layerwise) die_usage("compare", "--detection compares outputs: it takes no --layerwise");
+}
+
+/* Judges by detection; the element-wise result stays in the JSON. */
+static int run_detection(const args_t *a, const cmp_side_t *sa, const cmp_side_t *sb, json_t *doc, int elem_status)
+{
+    perr_t e = {0};
+    dm_result_t r;
+    if (dm_run(sa, sb, &a->det, &r, &e)) perr_die("compare", &e);
+    if (!a->quiet)
+        printf("detections: %lld matched, %lld missed, %lld extra, %lld label flips above score %g (IoU >= %g): %s\n",
+               (long long)r.n, (long long)r.missed, (long long)r.extra, (long long)r.label_flips,
+               a->det.score_floor, a->det.iou, dm_passed(&r) ? "PASS" : "FAIL");
+    if (doc) {
+        json_object_set_new(doc, "passed_elementwise", json_boolean(elem_status == EXIT_PASS));
+        json_object_set_new(doc, "detections", dm_json(&r, &a->det));
+        json_object_set_new(doc, "passed", json_boolean(dm_passed(&r)));
+    }
+    int status = dm_passed(&r) ? EXIT_PASS : EXIT_CHECK;
+    dm_result_free(&r);
+    return status;
 }
 
 static int run_convert(const args_t *a, int argc, char **argv)
@@ -164,6 +204,7 @@ int main(int argc, char **argv)
         if (!a.quiet) report_text(stdout, &rep);
         status = cmp_report_status(&rep);
         if (a.json) doc = report_json(&rep);
+        if (a.detection) status = run_detection(&a, &sa, &sb, doc, status);
     }
     if (doc && json_write_file(a.json, doc, &e)) perr_die("compare", &e);
     json_decref(doc);
@@ -171,5 +212,6 @@ int main(int argc, char **argv)
     side_free(&sa);
     side_free(&sb);
     cmp_config_free(&a.cfg);
+    if (a.detection) dm_config_free(&a.det);
     return status;
 }

@@ -121,7 +121,15 @@ static void queue_compare_args(plan_out_t *o, const char *dir)
         snprintf(num, sizeof num, "=%.10g,%.10g", m->tols[i].atol, m->tols[i].rtol);
         args_add(o, a, "--per-tensor"); args_add2(o, a, m->tols[i].name, num);
     }
+    if (m->layer_snr_db > 0) {
+        snprintf(num, sizeof num, "%.10g", m->layer_snr_db);
+        args_add(o, a, "--layer-snr-db"); args_add(o, a, num);
+    }
     queue_args(o, dir, "compare.args", a);
+    /* outputs of a detector: matched by detection (empty for element-wise) */
+    json_t *d = json_array();
+    if (m->det_spec) { args_add(o, d, "--detection"); args_add(o, d, m->det_spec); }
+    queue_args(o, dir, "detect.args", d);
 }
 
 static void emit_cells(plan_out_t *o, const char *dir)
@@ -155,17 +163,24 @@ static void emit_cells(plan_out_t *o, const char *dir)
                              "--threads $(THREADS) --stats '%s/stats.json' && touch $@\n\n", cd, dir, pn, sets, cd, cd);
             }
             if (!is_ref) {
-                mk_printf(o, "%s/compare.json: %s/out.done %s/cells/%s/out.done %s/compare.args $(PARITY_BIN)/compare\n",
-                          cd, cd, dir, ref, dir);
+                /* by detection where both sides' boxes are in the same coordinates: a variant
+                 * with its own decoding (box_coords: input) is judged by its mAP only */
+                int same_coords = v == m->ref_variant || (!m->variants[v].detection && !m->variants[m->ref_variant].detection);
+                mk_printf(o, "%s/compare.json: %s/out.done %s/cells/%s/out.done %s/compare.args %s/detect.args "
+                             "$(PARITY_BIN)/compare\n", cd, cd, dir, ref, dir, dir);
                 mk_printf(o, "\t@echo '  COMPARE %s %s'\n", m->name, cell);
                 mk_printf(o, "\t$(Q)$(PARITY_BIN)/compare '%s/out' '%s/cells/%s/out' @'%s/compare.args'", cd, dir, ref, dir);
+                if (same_coords) mk_printf(o, " @'%s/detect.args'", dir);
                 mk_printf(o, compare_tail);
             }
             if (m->detection) {
-                mk_printf(o, "%s/map.json: %s/out.done %s/detection.yaml $(PARITY_BIN)/map-eval\n", cd, cd, dir);
+                char decode[1100];
+                if (m->variants[v].detection) snprintf(decode, sizeof decode, "%s", m->variants[v].detection);
+                else snprintf(decode, sizeof decode, "%s/detection.yaml", dir);
+                mk_printf(o, "%s/map.json: %s/out.done %s $(PARITY_BIN)/map-eval\n", cd, cd, decode);
                 mk_printf(o, "\t@echo '  MAP     %s %s'\n", m->name, cell);
-                mk_printf(o, "\t$(Q)$(PARITY_BIN)/map-eval --gt '%s' --dt '%s/out' --meta '%s' --decode '%s/detection.yaml' "
-                             "--section . --json $@ -q\n\n", m->gt, cd, sets, dir);
+                mk_printf(o, "\t$(Q)$(PARITY_BIN)/map-eval --gt '%s' --dt '%s/out' --meta '%s' --decode '%s' "
+                             "--section . --json $@ -q\n\n", m->gt, cd, sets, decode);
             }
             if (precision_cell) {
                 mk_printf(o, "%s/dump.done: %s/engines/%s.engine", cd, dir, pn);
@@ -272,6 +287,11 @@ static json_t *plan_json(const model_cfg_t *m, const char *dir)
     for (int i = 0; i < m->n_tols; i++)
         json_object_set_new(json_object_get(tol, "outputs"), m->tols[i].name,
                             json_pack("{s:f, s:f}", "atol", m->tols[i].atol, "rtol", m->tols[i].rtol));
+    json_object_set_new(tol, "layer_snr_db", m->layer_snr_db > 0 ? json_real(m->layer_snr_db) : json_null());
+    json_object_set_new(tol, "match", json_string(m->match_detections ? "detections" : "elements"));
+    json_t *pp = json_array();
+    for (int i = 0; i < m->n_pre_post; i++) json_array_append_new(pp, json_string(m->pre_post[i]));
+    json_object_set_new(tol, "pre_postprocess", pp);
     json_object_set_new(root, "tolerances", tol);
     json_t *th = json_object();
     if (m->max_map_drop >= 0) json_object_set_new(th, "max_map_drop", json_real(m->max_map_drop));
@@ -311,6 +331,10 @@ static json_t *plan_json(const model_cfg_t *m, const char *dir)
             if (m->detection && is_ref && m->min_map >= 0) json_array_append_new(checks, json_string("min_map"));
             json_array_append_new(checks, json_string("finite"));
             json_object_set_new(c, "checks", checks);
+            json_object_set_new(c, "expected_failure", json_null());
+            for (int k = 0; k < m->n_expect; k++)
+                if ((m->expect[k].variant < 0 || m->expect[k].variant == v) && (m->expect[k].precision < 0 || m->expect[k].precision == p))
+                    json_object_set_new(c, "expected_failure", json_string(m->expect[k].reason));
             json_array_append_new(cells, c);
         }
     }
@@ -326,6 +350,8 @@ int plan_emit(const model_cfg_t *m, const char *dir, perr_t *e)
         if (m->variants[v].text) plan_file(&o, m->variants[v].config, xstrdup(m->variants[v].text));
     for (int p = 0; p < m->n_precisions; p++)
         if (m->precisions[p].text) plan_file(&o, m->precisions[p].config, xstrdup(m->precisions[p].text));
+    for (int v = 0; v < m->n_variants; v++)
+        if (m->variants[v].detection_text) plan_file(&o, m->variants[v].detection, xstrdup(m->variants[v].detection_text));
     if (m->detection) {
         json_t *d = cfg_node_to_json(config_get(m->cfg, "detection"));
         snprintf(path, sizeof path, "%s/detection.yaml", dir);

@@ -52,6 +52,15 @@ static const model_key_t model_schema[] = {
     {"thresholds.min_map", "number"},
     {"thresholds.require_compare", "bool"},
     {"layerwise_sample", "name"},
+    {"variants.[].detection", "the variant's own decoding (map-eval), on top of detection:", decode_config_keys, 0},
+    {"compare.layer_snr_db", "number (dB)"},
+    {"compare.match", "detections | elements"},
+    {"compare.match_iou", "number"},
+    {"compare.score_floor", "number"},
+    {"compare.pre_postprocess.[]", "tensor name"},
+    {"expected_failures.[].variant", "name"},
+    {"expected_failures.[].precision", "name"},
+    {"expected_failures.[].reason", "text (shown, never run)"},
 };
 #define N_MODEL_KEYS (sizeof model_schema / sizeof *model_schema)
 
@@ -153,6 +162,8 @@ static int load_entry(model_cfg_t *m, const cfg_node_t *nd, const char *what, co
     }
     if (nd->kind != CFG_MAP) return BAD(e, "%s: %s: expected a name or {name, config}", cfg_node_where(nd, where, sizeof where), what);
     const cfg_node_t *nn = cfg_map_get(nd, "name"), *cc = cfg_map_get(nd, "config"), *bk = cfg_map_get(nd, "backend");
+    if (nn && !cc && !bk && cfg_map_get(nd, "detection") && !strcmp(what, "variant"))
+        return load_entry(m, nn, what, dir, build_dir, name, file, text, backend, e);   /* {name, detection}: the named file */
     if (bk && nn && !strcmp(what, "precision")) {
         /* a column run by another backend: {name: ort, backend: onnxruntime} */
         char *b;
@@ -182,6 +193,27 @@ static int load_entry(model_cfg_t *m, const cfg_node_t *nd, const char *what, co
     return 0;
 }
 
+/* A variant's decoding: the model's detection: with the variant's keys on
+ * top (e.g. box_coords: input for a letterbox whose boxes come out in input
+ * pixels), written by plan_emit as build/NAME/detection-VARIANT.yaml. */
+static int variant_detection(model_cfg_t *m, const cfg_node_t *dn, const char *name, const char *build_dir,
+                             variant_t *v, perr_t *e)
+{
+    const cfg_node_t *base = config_get(m->cfg, "detection");
+    char where[256];
+    if (!base || base->kind != CFG_MAP)
+        return BAD(e, "%s: detection: a variant's decoding needs the model's detection: mapping", cfg_node_where(dn, where, sizeof where));
+    json_t *j = cfg_node_to_json(base), *over = cfg_node_to_json(dn);
+    json_object_update(j, over);
+    json_decref(over);
+    v->detection_text = json_dumps(j, JSON_SORT_KEYS | JSON_INDENT(1));   /* JSON is YAML */
+    json_decref(j);
+    size_t l = strlen(build_dir) + strlen(name) + 32;
+    v->detection = xmalloc(l);
+    snprintf(v->detection, l, "%s/detection-%s.yaml", build_dir, name);
+    return 0;
+}
+
 static int load_list(model_cfg_t *m, const char *key, const char *dir, const char *build_dir, perr_t *e)
 {
     const cfg_node_t *l = config_get(m->cfg, key);
@@ -194,6 +226,12 @@ static int load_list(model_cfg_t *m, const char *key, const char *dir, const cha
         const char *what = !strcmp(key, "variants") ? "variant" : "precision";
         int rc = load_entry(m, l->items[i], what, !strcmp(key, "variants") ? "configs/preprocess" : "configs/precisions",
                             build_dir, &name, &file, &text, &backend, e);
+        const cfg_node_t *dn = !rc && l->items[i]->kind == CFG_MAP ? cfg_map_get(l->items[i], "detection") : NULL;
+        if (dn && (strcmp(key, "variants") || dn->kind != CFG_MAP))
+            rc = BAD(e, "%s: detection: only a variant may carry its own decoding, as a mapping",
+                     cfg_node_where(dn, where, sizeof where));
+        else if (dn)
+            rc = variant_detection(m, dn, name, build_dir, &m->variants[m->n_variants], e);
         if (!strcmp(key, "variants")) {   /* owned by m even when it failed */
             m->variants[m->n_variants].name = name;
             m->variants[m->n_variants].text = text;
@@ -278,6 +316,103 @@ static int load_tolerances(model_cfg_t *m, perr_t *e)
     return 0;
 }
 
+/* compare.layer_snr_db, compare.match (detections | elements),
+ * compare.match_iou, compare.score_floor, compare.pre_postprocess. */
+static int load_compare_extras(model_cfg_t *m, perr_t *e)
+{
+    char where[256];
+    if (config_double(m->cfg, "compare.layer_snr_db", &m->layer_snr_db, e) < 0) return -1;
+    if (!(m->layer_snr_db >= 0 && m->layer_snr_db < 400))
+        return BAD(e, "%s: compare.layer_snr_db: expected a number of dB in [0, 400)", m->path);
+    static const char *const matches[] = {"detections", "elements", NULL};
+    int match = m->detection ? 0 : 1;
+    if (config_get(m->cfg, "compare.match") && config_enum(m->cfg, "compare.match", matches, &match, e) < 0) return -1;
+    if (match == 0 && !m->detection) return BAD(e, "%s: compare.match: detections needs a detection: section", m->path);
+    double iou = 0.5, floor = 0.3;
+    if (config_double(m->cfg, "compare.match_iou", &iou, e) < 0 || config_double(m->cfg, "compare.score_floor", &floor, e) < 0)
+        return -1;
+    if (!(iou > 0 && iou <= 1) || !(floor >= 0 && floor <= 1))
+        return BAD(e, "%s: compare.match_iou and compare.score_floor are numbers in (0, 1] and [0, 1]", m->path);
+    m->match_detections = match == 0;
+    if (m->match_detections) {
+        const char *keys[3] = {"labels", "boxes", "scores"}, *v[3], *fmt = "xyxy";
+        for (int i = 0; i < 3; i++) {
+            char k[64];
+            snprintf(k, sizeof k, "detection.%s", keys[i]);
+            v[i] = keys[i];
+            if (config_str(m->cfg, k, &v[i], e) < 0) return -1;
+            if (!safe_path(v[i])) return BAD(e, "%s: %s: tensor name '%s' is not allowed", m->path, k, v[i]);
+        }
+        if (config_str(m->cfg, "detection.box_format", &fmt, e) < 0) return -1;
+        if (strcmp(fmt, "xyxy") && strcmp(fmt, "xywh") && strcmp(fmt, "cxcywh"))
+            return BAD(e, "%s: detection.box_format: '%s' is not xyxy, xywh or cxcywh", m->path, fmt);
+        size_t l = strlen(v[0]) + strlen(v[1]) + strlen(v[2]) + 128;
+        m->det_spec = xmalloc(l);
+        snprintf(m->det_spec, l, "labels=%s,boxes=%s,scores=%s,format=%s,iou=%.10g,score_floor=%.10g", v[0], v[1], v[2],
+                 fmt, iou, floor);
+    }
+    const cfg_node_t *pp = config_get(m->cfg, "compare.pre_postprocess");
+    if (pp) {
+        if (pp->kind != CFG_SEQ || pp->n > PLAN_MAX)
+            return BAD(e, "%s: compare.pre_postprocess: expected a list of tensor names", cfg_node_where(pp, where, sizeof where));
+        for (int64_t i = 0; i < pp->n; i++)
+            if (get_checked(m, pp->items[i], "compare.pre_postprocess", 1, &m->pre_post[m->n_pre_post++], e)) return -1;
+    }
+    return 0;
+}
+
+static int index_of(const model_cfg_t *m, const char *s, int variants)
+{
+    int n = variants ? m->n_variants : m->n_precisions;
+    for (int i = 0; i < n; i++)
+        if (!strcmp(variants ? m->variants[i].name : m->precisions[i].name, s)) return i;
+    return -1;
+}
+
+/* expected_failures: [{variant: V, precision: P, reason: "..."}]: a missing
+ * variant or precision means all of them; the reason is shown, never run. */
+static int load_expected(model_cfg_t *m, perr_t *e)
+{
+    const cfg_node_t *l = config_get(m->cfg, "expected_failures");
+    char where[256];
+    if (!l) return 0;
+    if (l->kind != CFG_SEQ || l->n > PLAN_MAX)
+        return BAD(e, "%s: expected_failures: expected a list of {variant, precision, reason}", cfg_node_where(l, where, sizeof where));
+    for (int64_t i = 0; i < l->n; i++) {
+        const cfg_node_t *x = l->items[i];
+        if (x->kind != CFG_MAP)
+            return BAD(e, "%s: expected_failures: each entry is {variant, precision, reason}", cfg_node_where(x, where, sizeof where));
+        struct expect *ex = &m->expect[m->n_expect];
+        ex->variant = ex->precision = -1;
+        for (int64_t k = 0; k < x->n; k++) {
+            const char *key = x->keys[k], *v;
+            if (cfg_node_str(x->items[k], key, &v, e) < 0) return -1;
+            cfg_node_where(x->items[k], where, sizeof where);
+            if (!strcmp(key, "variant") || !strcmp(key, "precision")) {
+                int vv = !strcmp(key, "variant"), idx = index_of(m, v, vv);
+                if (idx < 0) return BAD(e, "%s: expected_failures.%s: '%s' is not one of the %ss", where, key, v, key);
+                if (vv) ex->variant = idx; else ex->precision = idx;
+            } else if (!strcmp(key, "reason")) {
+                for (const char *c = v; *c; c++)
+                    if ((unsigned char)*c < 0x20) return BAD(e, "%s: expected_failures.reason: control characters are not allowed", where);
+                if (strlen(v) > 400) return BAD(e, "%s: expected_failures.reason: at most 400 characters", where);
+                free(ex->reason);
+                ex->reason = xstrdup(v);
+            } else {
+                return BAD(e, "%s: expected_failures: unknown key '%s' (variant, precision, reason)", where, key);
+            }
+        }
+        if (ex->variant < 0 && ex->precision < 0)
+            return BAD(e, "%s: expected_failures: an entry names a variant, a precision or both (not only a reason)",
+                       cfg_node_where(x, where, sizeof where));
+        if (ex->variant == m->ref_variant && (ex->precision < 0 || ex->precision == m->ref_precision))
+            return BAD(e, "%s: expected_failures: the reference cell cannot be expected to fail", cfg_node_where(x, where, sizeof where));
+        if (!ex->reason) ex->reason = xstrdup("");
+        m->n_expect++;
+    }
+    return 0;
+}
+
 int model_load(model_cfg_t *m, const char *path, const char *build_dir, perr_t *e)
 {
     memset(m, 0, sizeof *m);
@@ -323,6 +458,7 @@ int model_load(model_cfg_t *m, const char *path, const char *build_dir, perr_t *
     if (config_bool(m->cfg, "thresholds.require_compare", &m->require_compare, e) < 0) return -1;
     if ((nd = config_get(m->cfg, "layerwise_sample")) && get_checked(m, nd, "layerwise_sample", 0, &m->layerwise_sample, e))
         return -1;
+    if (load_compare_extras(m, e) || load_expected(m, e)) return -1;
     if ((nd = config_get(m->cfg, "depends"))) {
         char where[256];
         if (nd->kind != CFG_SEQ || nd->n > PLAN_MAX) return BAD(e, "%s: depends: expected a list of paths", cfg_node_where(nd, where, sizeof where));
@@ -334,7 +470,13 @@ int model_load(model_cfg_t *m, const char *path, const char *build_dir, perr_t *
 
 void model_free(model_cfg_t *m)
 {
-    for (int i = 0; i < m->n_variants; i++) { free(m->variants[i].name); free(m->variants[i].config); free(m->variants[i].text); }
+    for (int i = 0; i < m->n_variants; i++) {
+        free(m->variants[i].name); free(m->variants[i].config); free(m->variants[i].text);
+        free(m->variants[i].detection); free(m->variants[i].detection_text);
+    }
+    for (int i = 0; i < m->n_pre_post; i++) free(m->pre_post[i]);
+    for (int i = 0; i < m->n_expect; i++) free(m->expect[i].reason);
+    free(m->det_spec);
     for (int i = 0; i < m->n_precisions; i++) {
         free(m->precisions[i].name); free(m->precisions[i].config); free(m->precisions[i].backend);
         free(m->precisions[i].text);

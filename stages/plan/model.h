@@ -12,6 +12,9 @@ typedef struct variant {
     char *name;
     char *config;        /* path of its preprocess YAML */
     char *text;          /* an inline config: the file's text, written by plan_emit */
+    char *detection;     /* its own map-eval decoding file (the model's detection: with this
+                            variant's detection: on top), or NULL */
+    char *detection_text;   /* that file's text, written by plan_emit */
 } variant_t;
 
 typedef struct precision_cfg {
@@ -47,6 +50,12 @@ typedef struct model_cfg {
     int require_compare;        /* every cell must pass compare */
     char *layerwise_sample;     /* sample folder name for layerwise dumps, or NULL */
     char *depends[PLAN_MAX]; int n_depends;   /* files the Makefile makes first (generated models) */
+    double layer_snr_db;        /* compare.layer_snr_db: layers judged by SNR; <= 0 = by tolerance */
+    int match_detections;       /* compare.match: detections (default with detection:) */
+    char *det_spec;             /* compare --detection SPEC (names checked), or NULL */
+    char *pre_post[PLAN_MAX]; int n_pre_post;  /* compare.pre_postprocess: tensors before TopK */
+    struct expect { int variant, precision; char *reason; } expect[PLAN_MAX]; int n_expect;
+                                /* expected_failures: -1 = every variant / precision */
     config_t *cfg;
 } model_cfg_t;
 

@@ -35,7 +35,7 @@ static const char usage[] =
     "pillow-lanczos), resize.mode (stretch|letterbox|center-crop), resize.pad,\n"
     "resize.shorter, color (rgb|bgr|gray|rgba|bgra), alpha (drop|composite), background,\n"
     "scale (number or 1/N), mean, std, layout (nchw|nhwc), dtype (float32|float16|uint8),\n"
-    "extra.NAME (orig_wh|orig_hw|im_shape|scale_factor).\n"
+    "extra.NAME (orig_wh|orig_hw|im_shape|scale_factor|input_wh).\n"
     "Exit: 0 done, 2 bad usage or bad input (the file is named), 3 internal error.\n";
 
 enum { OPT_DATASET = 256, OPT_IMAGES };

@@ -124,13 +124,13 @@ static int write_extra(const prep_extra_t *x, const prep_cfg_t *p, const image_t
 {
     int64_t dims[2] = { 1, 2 };
     tensor_t t = { 0 };
-    int is_int = x->kind == EXTRA_ORIG_WH || x->kind == EXTRA_ORIG_HW;
+    int is_int = x->kind == EXTRA_ORIG_WH || x->kind == EXTRA_ORIG_HW || x->kind == EXTRA_INPUT_WH;
     if (tensor_alloc(&t, is_int ? DT_INT64 : DT_FLOAT, 2, dims, e) < 0)
         return -1;
     if (is_int) {
         int64_t *v = t.data;
-        v[0] = x->kind == EXTRA_ORIG_WH ? orig->w : orig->h;
-        v[1] = x->kind == EXTRA_ORIG_WH ? orig->h : orig->w;
+        v[0] = x->kind == EXTRA_INPUT_WH ? p->w : x->kind == EXTRA_ORIG_WH ? orig->w : orig->h;
+        v[1] = x->kind == EXTRA_INPUT_WH ? p->h : x->kind == EXTRA_ORIG_WH ? orig->h : orig->w;
     } else {
         float *v = t.data;
         v[0] = x->kind == EXTRA_IM_SHAPE ? (float)p->h : (float)g->scale_y;

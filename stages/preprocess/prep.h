@@ -14,7 +14,7 @@ typedef enum prep_color { COLOR_RGB, COLOR_BGR, COLOR_GRAY, COLOR_RGBA, COLOR_BG
 typedef enum prep_alpha { ALPHA_DROP, ALPHA_COMPOSITE } prep_alpha_t;
 typedef enum prep_layout { LAYOUT_NCHW, LAYOUT_NHWC } prep_layout_t;
 typedef enum prep_extra_kind {
-    EXTRA_ORIG_WH, EXTRA_ORIG_HW, EXTRA_IM_SHAPE, EXTRA_SCALE_FACTOR
+    EXTRA_ORIG_WH, EXTRA_ORIG_HW, EXTRA_IM_SHAPE, EXTRA_SCALE_FACTOR, EXTRA_INPUT_WH
 } prep_extra_kind_t;
 
 #define PREP_MAX_EXTRAS 8

@@ -15,7 +15,9 @@
  *   mean, std        per tensor channel (or one value)        [0], [1]
  *   layout           nchw | nhwc                              [nchw]
  *   dtype            float32 | float16 | uint8                [float32]
- *   extra.NAME       orig_wh | orig_hw | im_shape | scale_factor: an extra input
+ *   extra.NAME       orig_wh | orig_hw | im_shape | scale_factor | input_wh: an extra
+ *                    input (input_wh: the network input's (w, h), int64, for a graph
+ *                    that scales boxes by it: they come out in input pixels)
  * Float output is ((x * scale) - mean) / std in float32 (x / N for "1/N"),
  * exactly numpy's float32 arithmetic; uint8 output is the resized pixels. */
 #include <math.h>
@@ -30,7 +32,7 @@ static const char *const alphas[] = { "drop", "composite", NULL };
 static const char *const layouts[] = { "nchw", "nhwc", NULL };
 static const char *const dtypes[] = { "float32", "float16", "uint8", NULL };
 static const char *const extra_kinds[] = { "orig_wh", "orig_hw", "im_shape", "scale_factor",
-                                           NULL };
+                                           "input_wh", NULL };
 
 /* The network input must fit the image limits a resize checks (geometry.c):
  * said here, at the key, rather than at the first image. */

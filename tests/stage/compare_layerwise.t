@@ -124,6 +124,42 @@ ok("first non-finite: %s (Pow) in layer /blocks.12/Pow, fp16" % out_name(12, "Po
 ok("FP16 overflow" in s["diagnosis"] and "beyond the FP16 range" in s["diagnosis"],
    "diagnosis: FP16 overflow, the reference holds values beyond 65504 there", s["diagnosis"])
 
+# ---- scale-free: --layer-snr-db judges each layer by its SNR -----------------------------
+# relative noise 3e-3 on every layer (SNR about 50 dB) fails the absolute
+# tolerance at the first layer; at 30 dB only layer 7 (noise 0.05 on values
+# of about 0.5, SNR near 20 dB) fails. SNRs checked against numpy's.
+noisy = chain(x0, ops, perturb={7: lambda y: (y + 0.05 * rng.standard_normal(y.shape)).astype(np.float32)},
+              jitter=3e-3, rng=rng)
+save_set(path("noisy"), noisy)
+rc_abs, js_abs, _ = lw(path("noisy"), path("ref"), path("layers.json"), *tol)
+rc, js, out = lw(path("noisy"), path("ref"), path("layers.json"), *tol, "--layer-snr-db", "30")
+s = js["layerwise"]["samples"][0]
+snr = {r["tensor"]: r["snr_db"] for r in s["rows"]}
+want = {k: 10 * np.log10(np.sum(ref[k].astype(np.float64) ** 2) / np.sum((noisy[k].astype(np.float64) - ref[k]) ** 2))
+        for k in ref if k != "images"}
+ok(js_abs["layerwise"]["samples"][0]["first_failure"]["layer_index"] == 0 and s["first_failure"]["layer_index"] == 7,
+   "3e-3 noise everywhere: absolute tolerances fail at layer 0, SNR >= 30 dB fails first at layer 7", out)
+ok(all(abs(snr[k] - want[k]) < 1e-3 for k in want) and all(r["status"] == ("fail" if want[r["tensor"]] < 30 else "pass")
+                                                            for r in s["rows"] if r["tensor"] in want),
+   "each row's SNR is numpy's (%.1f dB at layer 7) and its status follows the threshold" % want[out_name(7, ops[7])])
+
+# ---- after a TopK: order-dependent rows are shown but never a first failure -------------
+ops_k = list(ops)
+ops_k[10] = "TopK"
+layer_report(path("layers_topk.json"), ops_k, ["fp32"] * N)
+ref_k = chain(x0, ops_k)
+swap = dict(ref_k)
+for i in range(10, N):      # near-tied entries swapped: same values, other places
+    swap[out_name(i, ops_k[i])] = ref_k[out_name(i, ops_k[i])][:, :, ::-1].copy()
+save_set(path("ref_k"), ref_k)
+save_set(path("swap"), swap)
+rc_t, js_t, _ = lw(path("swap"), path("ref_k"), path("layers_topk.json"), *tol)
+rc_s, js_s, out = lw(path("swap"), path("ref_k"), path("layers_topk.json"), *tol, "--layer-snr-db", "30")
+s = js_s["layerwise"]["samples"][0]
+ok(js_t["layerwise"]["samples"][0]["first_failure"]["layer_index"] == 10 and rc_s == 0 and s["first_failure"] is None
+   and [r["tensor"] for r in s["rows"] if r.get("order_dependent")] == [out_name(i, ops_k[i]) for i in range(10, N)],
+   "rows from the TopK on are order-dependent: a first failure by tolerance, none with --layer-snr-db", out)
+
 # ---- different inputs: preprocessing, not the engine -----------------------------------
 x1 = (x0 + 0.01).astype(np.float32)
 save_set(path("other_in"), chain(x1, ops))

@@ -2,7 +2,8 @@
 # preprocess_modes.t — letterbox (Ultralytics LetterBox) and shorter-side +
 # centre crop (torchvision Resize + CenterCrop) for every method, against the
 # libraries; meta.json's map (input = original * scale + offset), padding and
-# sizes; the orig_target_sizes extra input (int64 [1, 2] as width, height).
+# sizes; the orig_target_sizes extra input (int64 [1, 2] as width, height),
+# and input_wh (the network input's width, height).
 import os
 import sys
 
@@ -71,5 +72,13 @@ x2, y2 = 640 * m["scale_x"] + m["offset_x"], 427 * m["scale_y"] + m["offset_y"]
 t.ok((x1, y1, x2, y2) == (0.0, 106.0, 640.0, 533.0) and m["pad"]["top"] == 106 and
      m["pad"]["bottom"] == 107, "letterbox 640x427 -> 640x640: image rows 106..533, pad 106/107",
      str(m))
+
+# input_wh: the network input's (w, h), int64 [1, 2], whatever the image's size
+# (letterbox.yaml: the graph scales boxes by it, so they come out in input pixels)
+out = os.path.join(d, "lb_input_wh")
+preprocess(out, files[:2], config="letterbox.yaml", sets=["resize.size=48x80"])
+got = [load_sample(out, os.path.splitext(os.path.basename(f))[0], "orig_target_sizes") for f in files[:2]]
+t.ok(all(g.dtype == np.int64 and g.tolist() == [[80, 48]] for g in got),
+     "extra input_wh: the input's (w, h) = (80, 48) for 100x75 and 75x100 images", str(got))
 
 t.done()

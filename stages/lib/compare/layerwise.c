@@ -142,7 +142,37 @@ static int walk_tensor(lw_sample_t *s, int layer, const char *name, const cmp_se
         return 0;
     }
     lw_row_t *r = add_row(s, layer, s->sample, name, RES_PASS);
-    return cmp_one(sa, ka, sb, kb, cfg, w, &r->res, NULL, e);
+    if (cmp_one(sa, ka, sb, kb, cfg, w, &r->res, NULL, e)) return -1;
+    /* scale-free: the signal-to-noise ratio against the reference, whatever
+     * the tensor's magnitude (NaN: no finite pair, judged by the NaN checks) */
+    if (cfg->layer_snr_db > 0 && (r->res.status == RES_PASS || r->res.status == RES_FAIL))
+        r->res.status = r->res.st.snr_db < cfg->layer_snr_db ? RES_FAIL : RES_PASS;
+    return 0;
+}
+
+static int name_in(char *const *names, int n, const char *name)
+{
+    for (int i = 0; i < n; i++)
+        if (!strcmp(names[i], name)) return 1;
+    return 0;
+}
+
+/* Layers computed from a TopK's result, directly or not. */
+static char *ordered_layers(const lw_layers_t *L)
+{
+    char *ord = xcalloc((size_t)L->n + 1, 1);
+    char **outs = NULL;
+    int n = 0;
+    for (int i = 0; i < L->n; i++) {
+        const lw_layer_t *l = &L->l[i];
+        ord[i] = !strcmp(l->op, "TopK");
+        for (int k = 0; k < l->n_in && !ord[i]; k++) ord[i] = name_in(outs, n, l->ins[k]);
+        if (!ord[i]) continue;
+        outs = xrealloc(outs, (size_t)(n + l->n_out) * sizeof *outs);
+        for (int k = 0; k < l->n_out; k++) outs[n++] = l->outs[k];
+    }
+    free(outs);
+    return ord;
 }
 
 static int walk(lw_sample_t *s, const lw_layers_t *L, const cmp_set_t *sa, const cmp_set_t *sb,
@@ -165,6 +195,7 @@ static int walk(lw_sample_t *s, const lw_layers_t *L, const cmp_set_t *sa, const
             if (!bsearch(&nm, produced, (size_t)np, sizeof *produced, cmp_str))
                 rc = walk_tensor(s, -1, nm, sa, sb, used, cfg, w, e);
         }
+    char *ord = ordered_layers(L);
     for (int i = 0; i < L->n && !rc; i++) {
         const char *a_only = NULL;
         for (int k = 0; k < L->l[i].n_in && !a_only; k++)
@@ -172,9 +203,13 @@ static int walk(lw_sample_t *s, const lw_layers_t *L, const cmp_set_t *sa, const
         for (int k = 0; k < L->l[i].n_out && !rc; k++) {
             int before = s->n;
             rc = walk_tensor(s, i, L->l[i].outs[k], sa, sb, used, cfg, w, e);
-            if (s->n > before) s->rows[s->n - 1].a_only_input = a_only;
+            if (s->n > before) {
+                s->rows[s->n - 1].a_only_input = a_only;
+                s->rows[s->n - 1].ordered = ord[i] && cfg->layer_snr_db > 0;
+            }
         }
     }
+    free(ord);
     for (int k = 0; k < sb->n; k++) s->n_unlisted += !used[k];
     free(used);
     free(produced);
@@ -198,7 +233,7 @@ static void find_firsts(lw_sample_t *s)
     s->first_fail = s->first_nonfinite = s->ref_nonfinite = -1;
     for (int i = 0; i < s->n; i++) {
         const lw_row_t *r = &s->rows[i];
-        if (s->first_fail < 0 && (r->res.status == RES_FAIL || r->res.status == RES_SHAPE)) s->first_fail = i;
+        if (s->first_fail < 0 && !r->ordered && (r->res.status == RES_FAIL || r->res.status == RES_SHAPE)) s->first_fail = i;
         if (s->first_nonfinite < 0 && new_nonfinite(r)) s->first_nonfinite = i;
         if (s->ref_nonfinite < 0 && compared(r) && nonfinite(&r->res.st.b)) s->ref_nonfinite = i;
     }

@@ -38,6 +38,8 @@ void lw_layers_free(lw_layers_t *L);
 typedef struct lw_row {
     int layer;                /* index into L->l, -1 for a graph input */
     const char *a_only_input; /* an input of the layer dumped in A but absent from B */
+    int ordered;              /* computed from a TopK's result: near-ties reorder it, so with
+                                 a scale-free threshold it is shown but never a first failure */
     cmp_result_t res;         /* PASS, FAIL, SHAPE or MISSING (not dumped in A) */
 } lw_row_t;
 

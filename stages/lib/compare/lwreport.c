@@ -116,6 +116,7 @@ json_t *lw_json(const lw_result_t *r)
             const lw_row_t *x = &s->rows[k];
             json_t *row = finding_json(r, s, k), *res = result_json(&x->res);
             json_object_update(row, res);
+            if (x->ordered) json_object_set_new(row, "order_dependent", json_true());
             json_decref(res);
             json_array_append_new(rows, row);
         }

@@ -19,6 +19,7 @@ typedef struct cmp_config {
     cmp_tol_t tol;            /* defaults: Polygraphy's */
     int n_over;
     cmp_override_t *over;
+    double layer_snr_db;      /* layerwise: > 0 judges layers by SNR (dB) instead of tol */
 } cmp_config_t;
 
 void cmp_config_init(cmp_config_t *c);
