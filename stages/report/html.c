@@ -196,7 +196,13 @@ int write_html(const report_t *r, const char *path, perr_t *e)
     esc(f, json_string_value(json_object_get(r->plan, "reference")));
     fprintf(f, "</code>. Model: <code>");
     esc(f, json_string_value(json_object_get(r->plan, "onnx")));
-    fprintf(f, "</code>.</p>\n");
+    fprintf(f, "</code>.");
+    if (r->kernels[0]) {
+        fprintf(f, " Kernels: <code>");
+        esc(f, r->kernels);
+        fprintf(f, "</code>.");
+    }
+    fprintf(f, "</p>\n");
     if (r->failed) {
         fprintf(f, "<h2>Why it fails</h2><ul>\n");
         for (int i = 0; i < r->n_checks; i++) {

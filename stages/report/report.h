@@ -33,6 +33,7 @@ typedef struct report {
     check_t *checks;
     int n_checks;
     int failed;
+    char kernels[96];       /* the kernels the cells ran on (infer's stats: "avx2", "blas on avx512"), "" if unknown */
 } report_t;
 
 int report_load(report_t *r, const char *plan_path, const char *cells, perr_t *e);

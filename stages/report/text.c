@@ -16,6 +16,7 @@ int write_results_json(const report_t *r, const char *path, perr_t *e)
     json_object_set_new(root, "checks_total", json_integer(r->n_checks));
     json_object_set_new(root, "checks_failed", json_integer(r->failed));
     json_object_set_new(root, "reference", json_deep_copy(json_object_get(r->plan, "reference")));
+    if (r->kernels[0]) json_object_set_new(root, "kernels", json_string(r->kernels));
     for (int i = 0; i < r->n_cells; i++) {
         const cell_t *c = &r->cells[i];
         json_array_append_new(cells, json_pack("{s:s, s:s, s:s, s:b, s:o, s:o, s:o, s:o, s:o, s:i, s:o}",
@@ -47,6 +48,7 @@ int write_summary_md(const report_t *r, const char *path, perr_t *e)
     fprintf(f, "## parity: %s — %s\n\n", r->model, r->failed ? "FAIL" : "PASS");
     fprintf(f, "%d of %d checks passed; reference cell `%s`.\n\n", r->n_checks - r->failed, r->n_checks,
             json_string_value(json_object_get(r->plan, "reference")));
+    if (r->kernels[0]) fprintf(f, "kernels: %s.\n\n", r->kernels);
     fprintf(f, "| variant | precision | AP | AP50 | max abs err | p99 rel err | SNR dB | NaN/Inf | median ms |\n");
     fprintf(f, "|---|---|---:|---:|---:|---:|---:|---:|---:|\n");
     for (int i = 0; i < r->n_cells; i++) {

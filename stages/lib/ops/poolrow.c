@@ -7,7 +7,7 @@
  * equal values and a NaN only where it comes first; sums in double), so
  * the bits are those of pool.c's general loop. */
 #include "ops/poolrow.h"
-#include "ops/fgemm.h"
+#include "util/isa.h"
 
 static void max_scalar(float *y, const float *const *rows, int nrows, int k, int64_t s, int64_t start, int64_t n)
 {
@@ -92,7 +92,7 @@ void poolrow_max(float *y, const float *const *rows, int nrows, int k, int64_t s
 {
     int64_t done = 0;
 #if defined(__x86_64__) && defined(__GNUC__)
-    if ((s == 1 || s == 2) && fgemm_available()) done = max_avx512(y, rows, nrows, k, s, start, n);
+    if ((s == 1 || s == 2) && isa_active() >= ISA_AVX512) done = max_avx512(y, rows, nrows, k, s, start, n);
 #endif
     max_scalar(y + done, rows, nrows, k, s, start + done * s, n - done);
 }
@@ -102,7 +102,7 @@ void poolrow_avg(float *y, const float *const *rows, int nrows, int k, int64_t s
 {
     int64_t done = 0;
 #if defined(__x86_64__) && defined(__GNUC__)
-    if ((s == 1 || s == 2) && fgemm_available()) done = avg_avx512(y, rows, nrows, k, s, start, n, count);
+    if ((s == 1 || s == 2) && isa_active() >= ISA_AVX512) done = avg_avx512(y, rows, nrows, k, s, start, n, count);
 #endif
     avg_scalar(y + done, rows, nrows, k, s, start + done * s, n - done, count);
 }
