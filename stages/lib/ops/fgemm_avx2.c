@@ -11,12 +11,27 @@
 
 #define AT __attribute__((target("avx2,fma")))
 
-/* Lane masks: the first n (0..8) of 8 lanes. */
-static const int32_t lane_tab[16] = {-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0};
-AT static inline __m256i lanes(int n)
+/* The first n floats at p (n < 0 as 0, n > 8 as 8), zero past n, reading
+ * nothing beyond them. Not VMASKMOVPS: hardware suppresses faults in its
+ * masked-off lanes, but qemu 7.2's TCG (the CI's AVX2 machine) loads the
+ * whole vector and faults at the end of a buffer. */
+AT static inline __m256 load_part(const float *p, int n)
 {
-    n = n < 0 ? 0 : n > 8 ? 8 : n;
-    return _mm256_loadu_si256((const __m256i *)(lane_tab + 8 - n));
+    if (n >= 8) return _mm256_loadu_ps(p);
+    float t[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    for (int i = 0; i < n; i++) t[i] = p[i];
+    return _mm256_loadu_ps(t);
+}
+
+AT static inline void store_part(float *p, __m256 v, int n)
+{
+    if (n >= 8) {
+        _mm256_storeu_ps(p, v);
+        return;
+    }
+    float t[8];
+    _mm256_storeu_ps(t, v);
+    for (int i = 0; i < n; i++) p[i] = t[i];
 }
 
 /* The epilogue, as fgemm_finish_one and the AVX-512 kernel: bias (row,
@@ -50,8 +65,8 @@ AT static inline __m256 finish(__m256 x, __m256 bias, __m256 col_bias, const fge
 #define PASS_ACC __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00, c31 = c00
 #define PROW_LOAD(r)                                        \
     if (r < rn) {                                           \
-        c##r##0 = _mm256_maskload_ps(c + r * ldc, m0);      \
-        c##r##1 = _mm256_maskload_ps(c + r * ldc + 8, m1);  \
+        c##r##0 = load_part(c + r * ldc, cn);               \
+        c##r##1 = load_part(c + r * ldc + 8, cn - 8);       \
     }
 #define PROW_FMA(r, A)                         \
     t = _mm256_broadcast_ss(&A(r));            \
@@ -64,20 +79,19 @@ AT static inline __m256 finish(__m256 x, __m256 bias, __m256 col_bias, const fge
             c##r##0 = finish(c##r##0, bv, cb0, e);                      \
             c##r##1 = finish(c##r##1, bv, cb1, e);                      \
         }                                                               \
-        _mm256_maskstore_ps(c + r * ldc, m0, c##r##0);                  \
-        _mm256_maskstore_ps(c + r * ldc + 8, m1, c##r##1);              \
+        store_part(c + r * ldc, c##r##0, cn);                           \
+        store_part(c + r * ldc + 8, c##r##1, cn - 8);                   \
     }
 #define PASS_BODY(A, STEP)                                                                         \
     PASS_ACC;                                                                                      \
-    __m256i m0 = lanes(cn), m1 = lanes(cn - 8);                                                    \
     if (!first) { PROW_LOAD(0) PROW_LOAD(1) PROW_LOAD(2) PROW_LOAD(3) }                            \
     for (int64_t p = 0; p < kc; p++, bp += FG_NR) {                                                \
         __m256 b0 = _mm256_load_ps(bp), b1 = _mm256_load_ps(bp + 8), t;                            \
         PROW_FMA(0, A) PROW_FMA(1, A) PROW_FMA(2, A) PROW_FMA(3, A)                                \
         STEP;                                                                                      \
     }                                                                                              \
-    __m256 cb0 = cbias ? _mm256_maskload_ps(cbias, m0) : _mm256_setzero_ps();                      \
-    __m256 cb1 = cbias ? _mm256_maskload_ps(cbias + 8, m1) : _mm256_setzero_ps();                  \
+    __m256 cb0 = cbias ? load_part(cbias, cn) : _mm256_setzero_ps();                               \
+    __m256 cb1 = cbias ? load_part(cbias + 8, cn - 8) : _mm256_setzero_ps();                       \
     PROW_STORE(0) PROW_STORE(1) PROW_STORE(2) PROW_STORE(3)
 
 #define A_INPLACE(r) a##r[p]
@@ -117,9 +131,8 @@ AT static void tile_avx2(int64_t kc, const float *a, int64_t lda, int packed, in
 
 AT static void pack_b(const float *b, int64_t ldb, int64_t kc, int nr, float *dst)
 {
-    __m256i m[4] = {lanes(nr), lanes(nr - 8), lanes(nr - 16), lanes(nr - 24)};
     for (int64_t p = 0; p < kc; p++, b += ldb, dst += FG_NR)
-        for (int q = 0; q < 4; q++) _mm256_store_ps(dst + 8 * q, _mm256_maskload_ps(b + 8 * q, m[q]));
+        for (int q = 0; q < 4; q++) _mm256_store_ps(dst + 8 * q, load_part(b + 8 * q, nr - 8 * q));
 }
 
 /* Lanes whose bit is set in bits (8 bits) as a vector mask. */
@@ -129,7 +142,19 @@ AT static inline __m256i bits_mask(uint32_t bits)
     return _mm256_cmpeq_epi32(_mm256_and_si256(_mm256_set1_epi32((int32_t)bits), one), one);
 }
 
-/* As fgemm_avx512.c's pack_taps: masked loads where the strip reads
+/* 8 consecutive floats at p where all 8 bits are set, none where none
+ * is, else lane by lane (lanes under a cleared bit are never read: their
+ * addresses may lie outside the input, so p is an integer). */
+AT static inline __m256 load_bits(uintptr_t p, uint32_t bits)
+{
+    if (bits == 0xFFu) return _mm256_loadu_ps((const float *)p);
+    float t[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    for (int i = 0; i < 8; i++)
+        if (bits >> i & 1u) t[i] = ((const float *)p)[i];
+    return _mm256_loadu_ps(t);
+}
+
+/* As fgemm_avx512.c's pack_taps: plain loads where the strip reads
  * consecutive elements, gathers through the lane offsets otherwise; lanes
  * under a cleared bit are never read. */
 AT static void pack_taps(const float *x, int64_t plane, int taps, const int64_t *tapoff, const uint32_t *mk,
@@ -142,11 +167,12 @@ AT static void pack_taps(const float *x, int64_t plane, int taps, const int64_t 
     for (int q = 0; q < 4; q++) b[q] = _mm256_loadu_si256((const __m256i *)(base + 8 * q));
     for (int64_t p = 0; p < kc; p++, dst += FG_NR) {
         for (int q = 0; q < 4; q++) {
-            __m256i m = bits_mask(mk[t] >> (8 * q) & 0xFFu);
+            uint32_t bits = mk[t] >> (8 * q) & 0xFFu;
             if (contiguous) {
-                const float *src = (const float *)(xc + (uintptr_t)(base[0] + tapoff[t] + 8 * q) * sizeof(float));
-                _mm256_store_ps(dst + 8 * q, _mm256_maskload_ps(src, m));
+                uintptr_t src = xc + (uintptr_t)(base[0] + tapoff[t] + 8 * q) * sizeof(float);
+                _mm256_store_ps(dst + 8 * q, bits ? load_bits(src, bits) : _mm256_setzero_ps());
             } else {
+                __m256i m = bits_mask(bits);
                 __m256i off = _mm256_add_epi32(b[q], _mm256_set1_epi32((int32_t)tapoff[t]));
                 _mm256_store_ps(dst + 8 * q, _mm256_mask_i32gather_ps(_mm256_setzero_ps(), (const float *)xc, off,
                                                                       _mm256_castsi256_ps(m), 4));
