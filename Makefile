@@ -42,7 +42,7 @@ PKGS     := libpng yaml-0.1 libprotobuf-c openblas jansson zlib
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 
-ALL_CFLAGS  = -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -Wno-sign-compare -Wno-format-truncation -Wno-missing-field-initializers \
+ALL_CFLAGS  = -std=c11 -D_GNU_SOURCE -ffp-contract=off -Wall -Wextra -Wno-unused-parameter -Wno-sign-compare -Wno-format-truncation -Wno-missing-field-initializers \
               -MMD -MP -Istages/lib -Itests -I$(GEN) $(PKG_CFLAGS) $(SANFLAGS) $(CFLAGS)
 ALL_LDFLAGS = $(SANFLAGS) $(LDFLAGS)
 LIBS        = $(PKG_LIBS) -lm -lpthread

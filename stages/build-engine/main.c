@@ -15,6 +15,7 @@
 #include "engine/build.h"
 #include "ops/blas.h"
 #include "util/args.h"
+#include "util/isa.h"
 
 static const char usage[] =
     "usage: build-engine MODEL.onnx -o ENGINE [options]\n"
@@ -24,6 +25,10 @@ static const char usage[] =
     "      --config FILE            precision config: per-layer constraints, strongly_typed\n"
     "      --layers-out FILE        write the layer report (JSON)\n"
     "      --no-fusion              keep activations as layers of their own\n"
+    "      --isa LEVEL              avx512, avx2 or generic: cap the kernels' instruction set\n"
+    "                               [PARITY_ISA, else the CPU's best]; the same bits at every level\n"
+    "      --kernels own|blas       matrix products on parity's kernels (default: the same bits on every\n"
+    "                               CPU) or OpenBLAS (often faster; results depend on the CPU)\n"
     "      @FILE                    more arguments, from FILE: a JSON array of strings (plan's .args)\n"
     "  -h, --help                   this text\n"
     "  -V, --version                print the version\n"
@@ -34,12 +39,14 @@ int main(int argc, char **argv)
     static const struct option longopts[] = {
         {"output", required_argument, 0, 'o'}, {"input-shape", required_argument, 0, 's'},
         {"precision", required_argument, 0, 'p'}, {"config", required_argument, 0, 'c'}, {"layers-out", required_argument, 0, 'l'}, {"no-fusion", no_argument, 0, 'F'},
+        {"isa", required_argument, 0, 'I'}, {"kernels", required_argument, 0, 'K'},
         {"help", no_argument, 0, 'h'}, {"version", no_argument, 0, 'V'}, {0, 0, 0, 0},
     };
     args_expand("build-engine", &argc, &argv);
     const char *out = NULL, *layers = NULL;
     build_opts_t o = {0};
     o.input_shapes = calloc(argc + 1, sizeof *o.input_shapes);
+    const char *isa = NULL, *kernels = NULL;
     int c;
     while ((c = getopt_long(argc, argv, "o:hV", longopts, NULL)) != -1) {
         switch (c) {
@@ -49,6 +56,8 @@ int main(int argc, char **argv)
         case 'c': o.precision_config = optarg; break;
         case 'l': layers = optarg; break;
         case 'F': o.no_fusion = 1; break;
+        case 'I': isa = optarg; break;
+        case 'K': kernels = optarg; break;
         case 'h': fputs(usage, stdout); return 0;
         case 'V': puts("build-engine (parity) 0.1.0"); return 0;
         default: die_usage("build-engine", "unknown option");
@@ -59,6 +68,7 @@ int main(int argc, char **argv)
 
     /* constants are folded with the kernels infer uses, OpenBLAS single-threaded
      * as there, so the engine's bytes do not depend on this machine's cores */
+    isa_configure("build-engine", isa, kernels);
     blas_single_thread();
     perr_t e = {0};
     engine_meta_t m;

@@ -17,6 +17,7 @@
 #include "engine/engine.h"
 #include "engine/exec.h"
 #include "ops/blas.h"
+#include "util/isa.h"
 #include "run.h"
 #include "util/pool.h"
 
@@ -30,6 +31,10 @@ static const char usage[] =
     "      --reference DUMP     run each layer on the reference dump's inputs (local error)\n"
     "      --stats FILE         latency statistics (JSON)\n"
     "      --profile FILE       per-layer times (JSON, laid out as trtexec --exportProfile)\n"
+    "      --isa LEVEL          avx512, avx2 or generic: cap the kernels' instruction set\n"
+    "                           [PARITY_ISA, else the CPU's best]; the same bits at every level\n"
+    "      --kernels own|blas   matrix products on parity's kernels (default: the same bits on every\n"
+    "                           CPU) or OpenBLAS (often faster; results depend on the CPU)\n"
     "  -h, --help | -V, --version\n"
     "Exit: 0 done, 2 bad usage or bad input, 3 internal error.\n";
 
@@ -39,12 +44,14 @@ int main(int argc, char **argv)
         {"input", required_argument, 0, 'i'}, {"output", required_argument, 0, 'o'},
         {"dump", required_argument, 0, 'd'}, {"threads", required_argument, 0, 't'},
         {"runs", required_argument, 0, 'r'}, {"reference", required_argument, 0, 'R'},
-        {"stats", required_argument, 0, 's'}, {"profile", required_argument, 0, 'P'}, {"help", no_argument, 0, 'h'},
+        {"stats", required_argument, 0, 's'}, {"profile", required_argument, 0, 'P'},
+        {"isa", required_argument, 0, 'I'}, {"kernels", required_argument, 0, 'K'}, {"help", no_argument, 0, 'h'},
         {"version", no_argument, 0, 'V'}, {0, 0, 0, 0},
     };
     infer_job_t job = {.runs = 1};
     exec_opts_t xo = {.threads = 1};
     const char *reference = NULL;
+    const char *isa = NULL, *kernels = NULL;
     int c;
     while ((c = getopt_long(argc, argv, "i:o:hV", longopts, NULL)) != -1) {
         switch (c) {
@@ -56,6 +63,8 @@ int main(int argc, char **argv)
         case 'R': reference = optarg; break;
         case 's': job.stats = optarg; break;
         case 'P': job.profile = optarg; break;
+        case 'I': isa = optarg; break;
+        case 'K': kernels = optarg; break;
         case 'h': fputs(usage, stdout); return 0;
         case 'V': puts("infer (parity) 0.1.0"); return 0;
         default: die_usage("infer", "unknown option");
@@ -67,6 +76,7 @@ int main(int argc, char **argv)
     if (job.runs < 1) die_usage("infer", "--runs must be at least 1");
     /* OpenBLAS stays single-threaded: parity's pool splits work into tiles
      * that do not depend on the thread count (ops/blas.c) */
+    isa_configure("infer", isa, kernels);
     blas_single_thread();
     pool_set_threads(xo.threads);
 

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <time.h>
 #include "run.h"
+#include "util/isa.h"
 #include "io/tensorset.h"
 #include "util/fsutil.h"
 
@@ -160,6 +161,11 @@ int infer_all(const graph_t *g, exec_opts_t *xo, const infer_job_t *job, perr_t 
     if (!rc && job->stats) {
         json_t *root = json_object();
         json_object_set_new(root, "threads", json_integer(xo->threads));
+        /* the kernels that ran: the instruction set (the same bits at any)
+         * and whether matrix products went to OpenBLAS (not the same bits on
+         * every CPU) */
+        json_object_set_new(root, "isa", json_string(isa_name(isa_active())));
+        json_object_set_new(root, "kernels", json_string(kernels_name(kernels_mode())));
         json_object_set_new(root, "samples", samples);
         samples = NULL;
         char *text = json_dumps(root, JSON_INDENT(1) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(6));

@@ -515,6 +515,11 @@ int write_html(const report_t *r, const char *path, perr_t *e)
     esc(f, json_string_value(json_object_get(r->plan, "onnx")));
     fprintf(f, "</code>; %d checks, %d unexpected failure%s, %d expected-failure cell%s, %d unexpected pass%s.</p>\n", r->n_checks,
             r->failed, r->failed == 1 ? "" : "s", r->n_xfail, r->n_xfail == 1 ? "" : "s", r->n_xpass, r->n_xpass == 1 ? "" : "es");
+    if (r->kernels[0]) {
+        fprintf(f, "<p class=\"note\">Kernels: <code>");
+        esc(f, r->kernels);
+        fprintf(f, "</code>.</p>\n");
+    }
     write_grid(f, r);
     write_reasons(f, r);
     fprintf(f, "<h2>Cells</h2>\n");

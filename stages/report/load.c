@@ -20,6 +20,8 @@
 #include "report.h"
 #include "util/fsutil.h"
 
+static void note_kernels(report_t *r, const json_t *stats);
+
 static json_t *load_json_opt(json_t *cell, const char *key, perr_t *e, int *rc)
 {
     const char *path = json_string_value(json_object_get(cell, key));
@@ -119,6 +121,7 @@ int report_load(report_t *r, const char *plan_path, const char *cells, perr_t *e
         summarise_compare(x);
         json_t *s0 = json_array_get(json_object_get(x->stats, "samples"), 0);
         x->median_ms = s0 ? num(s0, "median_ms", NULL) : -1;
+        note_kernels(r, x->stats);
     }
     return 0;
 }
@@ -137,6 +140,22 @@ static size_t cat(char *buf, size_t n, size_t cap, const char *fmt, ...)
     return k < 0 ? n : n + (size_t)k >= cap ? cap - 1 : n + (size_t)k;
 }
 static void verdict_line(report_t *r);
+
+/* "kernels: avx2" in the reports: the instruction set infer's stats name,
+ * "blas on ..." where OpenBLAS did the products; every distinct one, in
+ * the order the cells give them. */
+static void note_kernels(report_t *r, const json_t *stats)
+{
+    const char *isa = json_string_value(json_object_get(stats, "isa"));
+    const char *k = json_string_value(json_object_get(stats, "kernels"));
+    if (!isa) return;
+    char one[48];
+    snprintf(one, sizeof one, "%s%s", k && !strcmp(k, "blas") ? "blas on " : "", isa);
+    for (const char *p = r->kernels; (p = strstr(p, one)); p += strlen(one))
+        if ((p == r->kernels || p[-1] == ' ') && (p[strlen(one)] == ',' || !p[strlen(one)])) return;
+    size_t n = strlen(r->kernels);
+    snprintf(r->kernels + n, sizeof r->kernels - n, "%s%s", n ? ", " : "", one);
+}
 
 static check_t *add_check(report_t *r, const cell_t *c, const char *name, int passed)
 {

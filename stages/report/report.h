@@ -44,6 +44,7 @@ typedef struct report {
     int failed;             /* unexpected failures and unexpected passes */
     int n_xfail, n_xpass;   /* cells */
     char verdict[1024];     /* "PASS — 2 expected failures: letterbox-naive (−60.2 AP), ..." */
+    char kernels[96];       /* the kernels the cells ran on (infer's stats: "avx2", "blas on avx512"), "" if unknown */
 } report_t;
 
 /* The model's variants and precisions in plan order (names borrowed). */

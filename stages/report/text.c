@@ -20,6 +20,7 @@ int write_results_json(const report_t *r, const char *path, perr_t *e)
     json_object_set_new(root, "expected_failures", json_integer(r->n_xfail));
     json_object_set_new(root, "unexpected_passes", json_integer(r->n_xpass));
     json_object_set_new(root, "reference", json_deep_copy(json_object_get(r->plan, "reference")));
+    if (r->kernels[0]) json_object_set_new(root, "kernels", json_string(r->kernels));
     for (int i = 0; i < r->n_cells; i++) {
         const cell_t *c = &r->cells[i];
         json_array_append_new(cells, json_pack("{s:s, s:s, s:s, s:b, s:o, s:o, s:o, s:o, s:o, s:i, s:o}",
@@ -66,6 +67,7 @@ int write_summary_md(const report_t *r, const char *path, perr_t *e)
     if (atomic_open(&af, path, e)) return -1;
     FILE *f = af.f;
     fprintf(f, "## parity: %s — %s\n\n", r->model, r->verdict);
+    if (r->kernels[0]) fprintf(f, "kernels: %s.\n\n", r->kernels);
     const char **vs, **ps;
     int nv, np;
     report_axes(r, &vs, &nv, &ps, &np);

@@ -16,6 +16,7 @@
 #include "ops/fgemm.h"
 #include "util/pool.h"
 #include "nn_testutil.h"
+#include "isa_each.h"
 
 static float *random_floats(int64_t n)
 {
@@ -322,14 +323,19 @@ static void test_pools(void)
     }
 }
 
-int main(void)
+static void checks_at_level(void)
 {
-    diag("AVX-512 kernel %s on this CPU", fgemm_available() ? "runs" : "does not run");
     test_gemm_shapes();
     test_epilogue_specials();
     test_threads();
     test_conv_fused();
     test_pools();
+}
+
+int main(void)
+{
+    diag("AVX-512 kernel %s on this CPU", fgemm_available() ? "runs" : "does not run");
+    at_each_isa(checks_at_level);
     scratch_pool_free(&pool);
     return done_testing();
 }

@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <string.h>
 #include "tap.h"
+#include "isa_each.h"
 #include "tensor/half.h"
 
 static uint16_t ref_f32_to_f16(float f)
@@ -46,6 +47,38 @@ static uint32_t next_rand(uint64_t *s)
 {
     *s = *s * 6364136223846793005ull + 1442695040888963407ull;
     return (uint32_t)(*s >> 32);
+}
+
+/* The bulk (vectorised) paths against the scalar conversions, NaN bits
+ * included (an output's bytes must not depend on the CPU). */
+static void bulk_checks(void)
+{
+    uint64_t s;
+    enum { N = 1 << 20 };
+    static float a[N], b[N], c[N];
+    int bulk16 = 0, bulkbf = 0, bulktf = 0;
+    s = 99;
+    for (int i = 0; i < N; i++) {
+        uint32_t u = next_rand(&s);
+        if (i & 1) u = (u & 0x80000000u) | (0x33000000u + (u % 0x0c000000u));
+        a[i] = b[i] = c[i] = bits_f32(u);
+    }
+    round_f16_inplace(a, N);
+    round_bf16_inplace(b, N);
+    round_tf32_inplace(c, N);
+    s = 99;
+    for (int i = 0; i < N; i++) {
+        uint32_t u = next_rand(&s);
+        if (i & 1) u = (u & 0x80000000u) | (0x33000000u + (u % 0x0c000000u));
+        float f = bits_f32(u);
+        float w16 = f32_round_f16(f), wbf = f32_round_bf16(f), wtf = f32_round_tf32(f);
+        if (f32_bits(a[i]) != f32_bits(w16)) bulk16++;
+        if (f32_bits(b[i]) != f32_bits(wbf)) bulkbf++;
+        if (f32_bits(c[i]) != f32_bits(wtf)) bulktf++;
+    }
+    ok(bulk16 == 0, "bulk float16 rounding equals the scalar conversion on 1M values (%d bad)", bulk16);
+    ok(bulkbf == 0, "bulk bfloat16 rounding equals the scalar conversion on 1M values (%d bad)", bulkbf);
+    ok(bulktf == 0, "bulk TF32 rounding equals the scalar conversion on 1M values (%d bad)", bulktf);
 }
 
 int main(void)
@@ -98,31 +131,6 @@ int main(void)
     ok(bad_tf == 0, "TF32 rounding matches the nearest-even reference (%d bad)", bad_tf);
     ok(isnan(f32_round_bf16(NAN)) && isinf(f32_round_bf16(INFINITY)) && isnan(f32_round_tf32(NAN)),
        "NaN and inf survive bfloat16 and TF32 rounding");
-    /* the bulk (vectorised) paths against the scalar conversions */
-    enum { N = 1 << 20 };
-    static float a[N], b[N], c[N];
-    int bulk16 = 0, bulkbf = 0, bulktf = 0;
-    s = 99;
-    for (int i = 0; i < N; i++) {
-        uint32_t u = next_rand(&s);
-        if (i & 1) u = (u & 0x80000000u) | (0x33000000u + (u % 0x0c000000u));
-        a[i] = b[i] = c[i] = bits_f32(u);
-    }
-    round_f16_inplace(a, N);
-    round_bf16_inplace(b, N);
-    round_tf32_inplace(c, N);
-    s = 99;
-    for (int i = 0; i < N; i++) {
-        uint32_t u = next_rand(&s);
-        if (i & 1) u = (u & 0x80000000u) | (0x33000000u + (u % 0x0c000000u));
-        float f = bits_f32(u);
-        float w16 = f32_round_f16(f), wbf = f32_round_bf16(f), wtf = f32_round_tf32(f);
-        if (isnan(f) ? !isnan(a[i]) : f32_bits(a[i]) != f32_bits(w16)) bulk16++;
-        if (isnan(f) ? !isnan(b[i]) : f32_bits(b[i]) != f32_bits(wbf)) bulkbf++;
-        if (isnan(f) ? !isnan(c[i]) : f32_bits(c[i]) != f32_bits(wtf)) bulktf++;
-    }
-    ok(bulk16 == 0, "bulk float16 rounding equals the scalar conversion on 1M values (%d bad)", bulk16);
-    ok(bulkbf == 0, "bulk bfloat16 rounding equals the scalar conversion on 1M values (%d bad)", bulkbf);
-    ok(bulktf == 0, "bulk TF32 rounding equals the scalar conversion on 1M values (%d bad)", bulktf);
+    at_each_isa(bulk_checks);
     return done_testing();
 }

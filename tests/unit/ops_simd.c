@@ -9,6 +9,7 @@
  * this file pins down that neither the CPU nor the thread count changes an
  * output. On a CPU without AVX2 both runs take the scalar path. */
 #include "nn_testutil.h"
+#include "isa_each.h"
 #include "ops/vmath.h"
 #include "util/pool.h"
 
@@ -113,12 +114,17 @@ static void test_gridsample(void)
     tensor_free(x); tensor_free(g);
 }
 
-int main(void)
+static void checks_at_level(void)
 {
-    diag("vector path: %s", vm_have_simd() ? "AVX2+FMA" : "none (scalar only)");
     test_unary();
     test_norms();
     test_gridsample();
+}
+
+int main(void)
+{
+    diag("vector path: %s", vm_have_simd() ? "AVX2+FMA" : "none (scalar only)");
+    at_each_isa(checks_at_level);
     scratch_pool_free(&pool);
     return done_testing();
 }

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "tap.h"
+#include "isa_each.h"
 #include "ops/vmath.h"
 
 static uint32_t f2u(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
@@ -153,7 +154,7 @@ static int softmax_pieces(void)
     return bad;
 }
 
-int main(void)
+static void checks_at_level(void)
 {
     diag("vector path: %s", vm_have_simd() ? "AVX2+FMA" : "none (scalar only)");
     sweep_t s = {{0}, {0}, {0}};
@@ -176,5 +177,10 @@ int main(void)
     ok(s0.mismatch[0] + s0.mismatch[1] + s0.mismatch[2] + s0.mismatch[3] == 0, "scalar array path equals the scalar functions");
     ok(special_values() == 0, "special values: inf, NaN, overflow edge, subnormal results, signed zeros");
     ok(softmax_pieces() == 0, "max / exp-sum / scale / column max: vector equals scalar, sum accurate");
+}
+
+int main(void)
+{
+    at_each_isa(checks_at_level);
     return done_testing();
 }

@@ -1,14 +1,21 @@
-/* blas.c — deterministic parallel GEMM. Plain products (C = A B, neither
- * transposed, alpha 1, beta 0: MatMul) go to parity's own kernel (fgemm.c)
- * where the CPU has it. The rest go to OpenBLAS, whose own threading is
- * not bit-reproducible across thread counts (its single-thread path may
- * use a different kernel), so parity runs OpenBLAS single-threaded and
- * splits C into tiles whose size depends only on the problem shape; the
- * pool hands tiles to threads. Same tiles, same sums, whatever --threads is. */
+/* blas.c — deterministic parallel GEMM. By default every product goes to
+ * parity's own kernel (fgemm.c: the same bits on every CPU); transposed
+ * operands are copied untransposed first, and alpha and beta are applied
+ * afterwards element by element (alpha * AB, then + beta * C, in float).
+ * With --kernels blas (util/isa.h) products go to OpenBLAS instead, whose
+ * kernels differ between CPUs, and whose own threading is not
+ * bit-reproducible across thread counts (its single-thread path may use a
+ * different kernel), so parity runs OpenBLAS single-threaded and splits C
+ * into tiles whose size depends only on the problem shape; the pool hands
+ * tiles to threads. Same tiles, same sums, whatever --threads is. */
 #include <cblas.h>
 #include "ops/blas.h"
 #include "ops/fgemm.h"
+#include "util/isa.h"
 #include "util/pool.h"
+#include "util/err.h"
+#include <math.h>
+#include <stdlib.h>
 
 /* OpenBLAS's pthread build starts its worker threads when it is loaded
  * and lets them spin (sched_yield) for about 2^28 cycles before they
@@ -54,11 +61,56 @@ static void gemm_tile(void *ctx, int64_t t)
     }
 }
 
+/* op(X) [rows x cols] of a stored matrix (transposed: X is cols x rows,
+ * row stride ld) as a new untransposed rows x cols copy. */
+static float *untranspose(const float *x, int64_t rows, int64_t cols, int64_t ld)
+{
+    float *t = xmalloc((size_t)(rows * cols > 0 ? rows * cols : 1) * sizeof *t);
+    for (int64_t i = 0; i < rows; i++)
+        for (int64_t j = 0; j < cols; j++) t[i * cols + j] = x[j * ld + i];
+    return t;
+}
+
+static void own_sgemm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
+                      int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc)
+{
+    float *at = trans_a ? untranspose(a, m, k, lda) : NULL, *bt = trans_b ? untranspose(b, k, n, ldb) : NULL;
+    if (at) a = at, lda = k;
+    if (bt) b = bt, ldb = n;
+    if (alpha == 1.0f && beta == 0.0f) {
+        fgemm(m, n, k, a, lda, b, ldb, c, ldc, NULL);
+    } else {
+        float *t = xmalloc((size_t)(m * n > 0 ? m * n : 1) * sizeof *t);
+        fgemm(m, n, k, a, lda, b, ldb, t, n, NULL);
+        for (int64_t i = 0; i < m; i++)
+            for (int64_t j = 0; j < n; j++) {
+                float v = alpha == 1.0f ? t[i * n + j] : alpha * t[i * n + j];
+                c[i * ldc + j] = beta == 0.0f ? v : v + beta * c[i * ldc + j];
+            }
+        free(t);
+    }
+    free(at);
+    free(bt);
+}
+
+void blas_dgemm_own(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, double alpha, const double *a,
+                    int64_t lda, const double *b, int64_t ldb, double beta, double *c, int64_t ldc)
+{
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < n; j++) {
+            double acc = 0.0;
+            for (int64_t p = 0; p < k; p++)
+                acc = fma(trans_a ? a[p * lda + i] : a[i * lda + p], trans_b ? b[j * ldb + p] : b[p * ldb + j], acc);
+            double v = alpha == 1.0 ? acc : alpha * acc;
+            c[i * ldc + j] = beta == 0.0 ? v : v + beta * c[i * ldc + j];
+        }
+}
+
 void blas_sgemm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, float alpha,
                 const float *a, int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc)
 {
-    if (!trans_a && !trans_b && alpha == 1.0f && beta == 0.0f && fgemm_available()) {
-        fgemm(m, n, k, a, lda, b, ldb, c, ldc, NULL);   /* parity's own kernel: no packing */
+    if (kernels_mode() == KERNELS_OWN) {
+        own_sgemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
         return;
     }
     gemm_job_t j = {trans_a, trans_b, 0, m, n, k, lda, ldb, ldc, 0, alpha, beta, a, b, c};

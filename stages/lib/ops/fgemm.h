@@ -5,9 +5,10 @@
  *
  * Deterministic: every element of C is one FMA chain over k in order,
  * then + bias (per row, then per column), then the activation; the tiles handed to the thread pool
- * depend on the shape only, so the bits never depend on --threads. The
- * kernel needs AVX-512F; fgemm_available() says whether this CPU has it
- * (callers keep their BLAS path otherwise). */
+ * depend on the shape only, so the bits never depend on --threads, and
+ * the kernels of every instruction set (AVX-512, AVX2+FMA, portable C:
+ * fgemm_impl.h, picked by util/isa.h) round alike, so they never depend on
+ * the CPU either. */
 #ifndef PARITY_FGEMM_H
 #define PARITY_FGEMM_H
 
@@ -20,9 +21,10 @@ typedef struct fgemm_epi {
     const float *col_bias;   /* col_bias[j] added to column j of C (a MatMul's fused bias), or NULL */
 } fgemm_epi_t;
 
-/* 1 when the kernel can run here (and fgemm_set_enabled did not turn it off). */
+/* 1 when matrix products go to these kernels (the default), 0 with
+ * --kernels blas (util/isa.h: kernels_mode). */
 int fgemm_available(void);
-/* Tests turn the kernel off to check the fallback paths on the same machine. */
+/* fgemm_set_enabled(0) is --kernels blas (tests check the OpenBLAS paths with it). */
 void fgemm_set_enabled(int on);
 /* Takes a layer's fused activation into e where the epilogue can run it
  * (Relu, Clip, LeakyRelu; not Sigmoid or SiLU); returns 1 then (the
@@ -30,8 +32,8 @@ void fgemm_set_enabled(int on);
 struct node;
 int fgemm_epi_act(fgemm_epi_t *e, const struct node *n);
 
-/* C = A * B (+ epilogue). epi may be NULL. Runs on parity's thread pool;
- * where the kernel cannot run, as fgemm_ref. */
+/* C = A * B (+ epilogue). epi may be NULL. Runs on parity's thread pool,
+ * at the instruction set util/isa.h says; the bits are fgemm_ref's. */
 void fgemm(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const float *b, int64_t ldb, float *c,
            int64_t ldc, const fgemm_epi_t *epi);
 
@@ -41,7 +43,8 @@ void fgemm(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const f
  *                    w[i][(ch*kh + a)*kw + b] * x[ch][r*sh + dh[a]][o*sw + dw[b]]
  * with x zero outside its h x w planes; then the epilogue. The sum runs in
  * the order of the weights, one FMA chain, as fgemm over the column
- * matrix. Returns -1 (nothing done) where the kernel cannot run. */
+ * matrix. Returns -1 (nothing done) for kernels larger than FCONV_MAX_K or
+ * input planes too large for 32-bit offsets. */
 #define FCONV_MAX_K 8
 typedef struct fconv_geom {
     int64_t cin, h, w, oh, ow;

@@ -1,6 +1,7 @@
 /* gemm.c — MatMul and Gemm, and the BLAS wrapper the whole NN family uses.
- * Float types go to OpenBLAS (float through blas.c's deterministic tiling,
- * double single-threaded); integer types use a plain loop with wrap-around uint64
+ * Float types go to blas.c (parity's own kernels by default, the same bits
+ * on every CPU; OpenBLAS with --kernels blas, float through blas.c's
+ * deterministic tiling, double single-threaded); integer types use a plain loop with wrap-around uint64
  * arithmetic, which is what two's-complement hardware gives and never UB. */
 #include <limits.h>
 #include <math.h>
@@ -9,6 +10,7 @@
 #include "ops/nn_impl.h"
 #include "ops/blas.h"
 #include "ops/fgemm.h"
+#include "util/isa.h"
 
 static int fits_int(int64_t v) { return v >= 0 && v <= INT_MAX; }
 
@@ -40,6 +42,8 @@ int nn_gemm(dtype_t dt, int trans_a, int trans_b, int64_t m, int64_t n, int64_t 
     if (ldc < 1) ldc = 1;
     if (dt == DT_FLOAT)
         blas_sgemm(trans_a, trans_b, m, n, k, (float)alpha, a, lda, b, ldb, (float)beta, cmat, ldc);
+    else if (dt == DT_DOUBLE && kernels_mode() == KERNELS_OWN)
+        blas_dgemm_own(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, cmat, ldc);
     else if (dt == DT_DOUBLE)
         cblas_dgemm(CblasRowMajor, ta, tb, (int)m, (int)n, (int)k, alpha, a, (int)lda,
                     b, (int)ldb, beta, cmat, (int)ldc);

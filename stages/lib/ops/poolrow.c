@@ -1,13 +1,13 @@
 /* poolrow.c — the inside of a 2-D float32 MaxPool / AveragePool row, where
  * every window lies wholly in the input: pool.c hands over the window's
  * input rows and the row's range of such outputs, and keeps the edges.
- * Sixteen outputs at a time with AVX-512 where the CPU has it (stride 1 or
- * 2), else one at a time. Either way each output sees its taps in the
+ * Sixteen outputs at a time at AVX-512, eight at AVX2 (stride 1 or 2;
+ * util/isa.h picks), else one at a time. Either way each output sees its taps in the
  * order of the plain loop (rows, then columns; max keeps the first of
  * equal values and a NaN only where it comes first; sums in double), so
  * the bits are those of pool.c's general loop. */
 #include "ops/poolrow.h"
-#include "ops/fgemm.h"
+#include "util/isa.h"
 
 static void max_scalar(float *y, const float *const *rows, int nrows, int k, int64_t s, int64_t start, int64_t n)
 {
@@ -86,13 +86,62 @@ KT static int64_t avg_avx512(float *y, const float *const *rows, int nrows, int 
     }
     return o;
 }
+
+#define AT __attribute__((target("avx2")))
+
+/* Eight taps src[0], src[s], ..., src[7 s] for s = 1 or 2 (for 2: the even
+ * elements of 15 floats, read as src[0..7] and src[7..14]; nothing past). */
+AT static inline __m256 taps8(const float *src, int64_t s)
+{
+    if (s == 1) return _mm256_loadu_ps(src);
+    __m256 lo = _mm256_permutevar8x32_ps(_mm256_loadu_ps(src), _mm256_setr_epi32(0, 2, 4, 6, 0, 0, 0, 0));
+    __m256 hi = _mm256_permutevar8x32_ps(_mm256_loadu_ps(src + 7), _mm256_setr_epi32(1, 3, 5, 7, 1, 1, 1, 1));
+    return _mm256_permute2f128_ps(lo, hi, 0x20);
+}
+
+AT static int64_t max_avx2(float *y, const float *const *rows, int nrows, int k, int64_t s, int64_t start, int64_t n)
+{
+    int64_t o = 0;
+    for (; o + 8 <= n; o += 8) {
+        int64_t c = start + o * s;
+        __m256 best = taps8(rows[0] + c, s);
+        for (int r = 0; r < nrows; r++)
+            for (int q = 0; q < k; q++) {
+                __m256 v = taps8(rows[r] + c + q, s);
+                best = _mm256_blendv_ps(best, v, _mm256_cmp_ps(v, best, _CMP_GT_OQ));
+            }
+        _mm256_storeu_ps(y + o, best);
+    }
+    return o;
+}
+
+AT static int64_t avg_avx2(float *y, const float *const *rows, int nrows, int k, int64_t s, int64_t start, int64_t n,
+                           double count)
+{
+    const __m256d cnt = _mm256_set1_pd(count);
+    int64_t o = 0;
+    for (; o + 8 <= n; o += 8) {
+        int64_t c = start + o * s;
+        __m256d lo = _mm256_setzero_pd(), hi = lo;
+        for (int r = 0; r < nrows; r++)
+            for (int q = 0; q < k; q++) {
+                __m256 v = taps8(rows[r] + c + q, s);
+                lo = _mm256_add_pd(lo, _mm256_cvtps_pd(_mm256_castps256_ps128(v)));
+                hi = _mm256_add_pd(hi, _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1)));
+            }
+        _mm_storeu_ps(y + o, _mm256_cvtpd_ps(_mm256_div_pd(lo, cnt)));
+        _mm_storeu_ps(y + o + 4, _mm256_cvtpd_ps(_mm256_div_pd(hi, cnt)));
+    }
+    return o;
+}
 #endif
 
 void poolrow_max(float *y, const float *const *rows, int nrows, int k, int64_t s, int64_t start, int64_t n)
 {
     int64_t done = 0;
 #if defined(__x86_64__) && defined(__GNUC__)
-    if ((s == 1 || s == 2) && fgemm_available()) done = max_avx512(y, rows, nrows, k, s, start, n);
+    if ((s == 1 || s == 2) && isa_active() >= ISA_AVX512) done = max_avx512(y, rows, nrows, k, s, start, n);
+    else if ((s == 1 || s == 2) && isa_active() == ISA_AVX2) done = max_avx2(y, rows, nrows, k, s, start, n);
 #endif
     max_scalar(y + done, rows, nrows, k, s, start + done * s, n - done);
 }
@@ -102,7 +151,8 @@ void poolrow_avg(float *y, const float *const *rows, int nrows, int k, int64_t s
 {
     int64_t done = 0;
 #if defined(__x86_64__) && defined(__GNUC__)
-    if ((s == 1 || s == 2) && fgemm_available()) done = avg_avx512(y, rows, nrows, k, s, start, n, count);
+    if ((s == 1 || s == 2) && isa_active() >= ISA_AVX512) done = avg_avx512(y, rows, nrows, k, s, start, n, count);
+    else if ((s == 1 || s == 2) && isa_active() == ISA_AVX2) done = avg_avx2(y, rows, nrows, k, s, start, n, count);
 #endif
     avg_scalar(y + done, rows, nrows, k, s, start + done * s, n - done, count);
 }

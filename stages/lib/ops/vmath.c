@@ -22,6 +22,7 @@
 #include <math.h>
 #include <string.h>
 #include "ops/vmath.h"
+#include "util/isa.h"
 
 #define EXP_HI 89.0f
 #define EXP_LO -104.0f
@@ -412,20 +413,17 @@ VT static void scale_avx2(float *y, int64_t n, double s)
     for (; i < n; i++) y[i] = scale1(y[i], s);   /* same bits as the vector lanes */
 }
 
-static int simd_state = -1;     /* -1 unknown, 0 scalar, 1 AVX2+FMA */
+static int simd_state = -1;     /* -1 as util/isa says, 0 scalar (tests) */
 
-static int cpu_has_simd(void)
-{
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-}
+/* The AVX2+FMA code runs at PARITY_ISA avx2 and above (util/isa.h). */
+static int cpu_has_simd(void) { return isa_active() >= ISA_AVX2; }
 
 int vm_have_simd(void)
 {
-    if (simd_state < 0) simd_state = cpu_has_simd();
-    return simd_state;
+    return simd_state < 0 ? cpu_has_simd() : simd_state;
 }
 
-void vm_set_simd(int on) { simd_state = on ? cpu_has_simd() : 0; }
+void vm_set_simd(int on) { simd_state = on ? -1 : 0; }
 #define PICK(v, s) (vm_have_simd() ? (v) : (s))
 #else
 int vm_have_simd(void) { return 0; }

@@ -1,6 +1,7 @@
 /* half.c — float16 / bfloat16 / TF32 rounding by integer arithmetic on the
  * IEEE bit patterns (no reliance on the compiler's _Float16). */
 #include "tensor/half.h"
+#include "util/isa.h"
 
 uint16_t f32_to_f16(float f)
 {
@@ -85,12 +86,8 @@ __attribute__((target("avx,f16c"))) static void round_f16_f16c(float *x, int64_t
     for (; i < n; i++) x[i] = f32_round_f16(x[i]);
 }
 
-static int have_f16c(void)
-{
-    static int cached = -1;
-    if (cached < 0) cached = __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx");
-    return cached;
-}
+/* F16C is part of the AVX2 level (util/isa.h), so PARITY_ISA=generic turns it off. */
+static int have_f16c(void) { return isa_active() >= ISA_AVX2; }
 #endif
 
 void round_f16_inplace(float *x, int64_t n)

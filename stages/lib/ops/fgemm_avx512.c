@@ -1,0 +1,188 @@
+/* fgemm_avx512.c — fgemm's kernels for AVX-512F (see fgemm_impl.h): an
+ * 8 x 32 register tile of C (16 zmm accumulators), A read in place (8
+ * broadcasts per step of k) or packed, B from the packed panel; the bias and
+ * the activation applied before the tile is stored. Every element is one
+ * FMA chain over k in order, as fgemm_ref, so the bits are those of the
+ * AVX2 and portable kernels. */
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#include "ops/fgemm_impl.h"
+#include "graph/graph.h"
+
+#define KT __attribute__((target("avx512f")))
+
+/* Bias (row, then column), then the activation with the same formulas as the Relu, Clip and
+ * LeakyRelu kernels (NaN passes through; -0 stays -0). */
+KT static inline __m512 finish(__m512 x, __m512 bias, __m512 col_bias, const fgemm_epi_t *e)
+{
+    if (e->bias) x = _mm512_add_ps(x, bias);
+    if (e->col_bias) x = _mm512_add_ps(x, col_bias);
+    __m512 zero = _mm512_setzero_ps();
+    switch (e->act) {
+    case ACT_RELU:
+        return _mm512_mask_mov_ps(x, _mm512_cmp_ps_mask(x, zero, _CMP_LT_OQ), zero);
+    case ACT_LEAKY:
+        return _mm512_mask_mul_ps(x, _mm512_cmp_ps_mask(x, zero, _CMP_LT_OQ), x, _mm512_set1_ps(e->a));
+    case ACT_CLIP: {
+        __m512 lo = _mm512_set1_ps(e->a > e->b ? e->b : e->a), hi = _mm512_set1_ps(e->b);
+        __mmask16 below = _mm512_cmp_ps_mask(x, _mm512_set1_ps(e->a), _CMP_LT_OQ);
+        __mmask16 above = _mm512_cmp_ps_mask(x, hi, _CMP_GT_OQ);
+        return _mm512_mask_mov_ps(_mm512_mask_mov_ps(x, above, hi), below, lo);
+    }
+    default:
+        return x;
+    }
+}
+
+/* The 8 x 32 register tile, written once for both kernels: 16
+ * accumulators (zero, or the partial sums in C when this is not the first
+ * panel), one step of k per 32 floats of the panel (A's 8 values of the
+ * step broadcast), and the store of rows [0, mr) under the column masks
+ * s0/s1, finished (bias, activation) after the last panel only. The GEMM
+ * reads A's rows in place; the convolution reads A packed 8 rows to a
+ * panel (rows past m zero: computed, never stored). */
+#define TILE_ACC                                                                                   \
+    __m512 c00 = _mm512_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;       \
+    __m512 c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00, c60 = c00, c61 = c00; \
+    __m512 c70 = c00, c71 = c00
+#define ROW_LOAD(r)                                                 \
+    if (r < mr) {                                                   \
+        c##r##0 = _mm512_maskz_loadu_ps(s0, c + r * ldc);           \
+        c##r##1 = _mm512_maskz_loadu_ps(s1, c + r * ldc + 16);      \
+    }
+#define TILE_LOAD ROW_LOAD(0) ROW_LOAD(1) ROW_LOAD(2) ROW_LOAD(3) ROW_LOAD(4) ROW_LOAD(5) ROW_LOAD(6) ROW_LOAD(7)
+/* A(r) names row r's value of this step: a##r[p] in place, ap[r] packed. */
+#define TILE_STEP(bp, A)                                                                           \
+    do {                                                                                           \
+        __m512 b0 = _mm512_load_ps(bp), b1 = _mm512_load_ps((bp) + 16), t;                         \
+        ROW_FMA(0, A) ROW_FMA(1, A) ROW_FMA(2, A) ROW_FMA(3, A)                                    \
+        ROW_FMA(4, A) ROW_FMA(5, A) ROW_FMA(6, A) ROW_FMA(7, A)                                    \
+    } while (0)
+#define ROW_FMA(r, A)                          \
+    t = _mm512_set1_ps(A(r));                  \
+    c##r##0 = _mm512_fmadd_ps(t, b0, c##r##0); \
+    c##r##1 = _mm512_fmadd_ps(t, b1, c##r##1);
+/* The rows of A read in place (GEMM): 8 row pointers, rows past mr repeat row mr-1. */
+#define TILE_ROWS                                                                                  \
+    const float *a0 = a, *a1 = a + (1 < mr ? 1 : mr - 1) * lda, *a2 = a + (2 < mr ? 2 : mr - 1) * lda; \
+    const float *a3 = a + (3 < mr ? 3 : mr - 1) * lda, *a4 = a + (4 < mr ? 4 : mr - 1) * lda;      \
+    const float *a5 = a + (5 < mr ? 5 : mr - 1) * lda, *a6 = a + (6 < mr ? 6 : mr - 1) * lda;      \
+    const float *a7 = a + (7 < mr ? 7 : mr - 1) * lda
+#define A_INPLACE(r) a##r[p]
+#define A_PACKED(r) ap[r]
+#define ROW_STORE(r)                                                                   \
+    if (r < mr) {                                                                      \
+        if (last) {                                                                    \
+            __m512 bv = _mm512_set1_ps(bias ? bias[r] : 0.0f);                         \
+            c##r##0 = finish(c##r##0, bv, cb0, e);                                     \
+            c##r##1 = finish(c##r##1, bv, cb1, e);                                     \
+        }                                                                              \
+        _mm512_mask_storeu_ps(c + r * ldc, s0, c##r##0);                               \
+        if (s1) _mm512_mask_storeu_ps(c + r * ldc + 16, s1, c##r##1);                  \
+    }
+/* The column bias of the tile's 32 columns (cbias: at the tile's first
+ * column, or NULL), zero past the edge. */
+#define TILE_COL_BIAS                                                                           \
+    __m512 cb0 = cbias ? _mm512_maskz_loadu_ps(s0, cbias) : _mm512_setzero_ps();                \
+    __m512 cb1 = cbias && s1 ? _mm512_maskz_loadu_ps(s1, cbias + 16) : _mm512_setzero_ps()
+#define TILE_STORE ROW_STORE(0) ROW_STORE(1) ROW_STORE(2) ROW_STORE(3) ROW_STORE(4) ROW_STORE(5) ROW_STORE(6) ROW_STORE(7)
+
+static inline __mmask16 lanes_lo(int nr) { return nr >= 16 ? 0xFFFF : (__mmask16)((1u << nr) - 1); }
+static inline __mmask16 lanes_hi(int nr) { return nr >= 32 ? 0xFFFF : nr > 16 ? (__mmask16)((1u << (nr - 16)) - 1) : 0; }
+
+/* GEMM tile: kc steps from the panel, A's rows in place from column p0. */
+KT static void kernel_8x32(int64_t kc, const float *a, int64_t lda, int mr, const float *bp, int nr, float *c,
+                           int64_t ldc, int first, int last, const float *bias, const float *cbias,
+                           const fgemm_epi_t *e)
+{
+    TILE_ROWS;
+    TILE_ACC;
+    __mmask16 s0 = lanes_lo(nr), s1 = lanes_hi(nr);
+    if (!first) { TILE_LOAD }
+    for (int64_t p = 0; p < kc; p++, bp += 32) TILE_STEP(bp, A_INPLACE);
+    TILE_COL_BIAS;
+    TILE_STORE
+}
+
+/* B's rows [p0, p0 + kc), columns [col, col + nr) into the panel, zero past nr. */
+KT static void pack_b(const float *b, int64_t ldb, int64_t kc, int nr, float *dst)
+{
+    __mmask16 s0 = lanes_lo(nr), s1 = lanes_hi(nr);
+    for (int64_t p = 0; p < kc; p++, b += ldb, dst += 32) {
+        _mm512_store_ps(dst, _mm512_maskz_loadu_ps(s0, b));
+        _mm512_store_ps(dst + 16, _mm512_maskz_loadu_ps(s1, b + 16));
+    }
+}
+
+/* Convolution tile: kc steps from the panel, A packed (8 values a step). */
+KT static void kernel_conv_8x32(int64_t kc, const float *ap, int mr, const float *bp, int nr, float *c, int64_t ldc,
+                                int first, int last, const float *bias, const fgemm_epi_t *e)
+{
+    TILE_ACC;
+    __mmask16 s0 = lanes_lo(nr), s1 = lanes_hi(nr);
+    const float *cbias = NULL;   /* a convolution's bias is per row */
+    if (!first) { TILE_LOAD }
+    for (int64_t p = 0; p < kc; p++, ap += 8, bp += 32) TILE_STEP(bp, A_PACKED);
+    TILE_COL_BIAS;
+    TILE_STORE
+}
+
+KT static void tile_avx512(int64_t kc, const float *a, int64_t lda, int packed, int mr, const float *bp, int nr,
+                        float *c, int64_t ldc, int first, int last, const float *bias, const float *cbias,
+                        const fgemm_epi_t *e)
+{
+    if (packed) kernel_conv_8x32(kc, a, mr, bp, nr, c, ldc, first, last, bias, e);
+    else kernel_8x32(kc, a, lda, mr, bp, nr, c, ldc, first, last, bias, cbias, e);
+}
+
+/* The column matrix's rows [p0, p0 + kc) for one strip (row p = ch * taps
+ * + tap is input plane ch shifted by the tap's offset) into the panel,
+ * under the strip's mask of each tap: zero where the tap reads the
+ * padding. A strip of a stride-1 convolution whose output rows are as wide
+ * as the input's reads consecutive elements (contiguous: masked loads at
+ * x + base[0]); any other strip gathers through the lane offsets. Lanes
+ * under a cleared mask bit are never read: their addresses may lie outside
+ * the input, so they are formed as integers. */
+KT static void pack_taps(const float *x, int64_t plane, int taps, const int64_t *tapoff, const uint32_t *mk,
+                         const int32_t *base, int contiguous, int64_t p0, int64_t kc, float *dst)
+{
+    int64_t ch = p0 / taps;
+    int t = (int)(p0 % taps);
+    uintptr_t xc = (uintptr_t)(x + ch * plane);
+    __m512i b0 = _mm512_loadu_si512(base), b1 = _mm512_loadu_si512(base + 16);
+    for (int64_t p = 0; p < kc; p++, dst += 32) {
+        if (contiguous) {
+            const float *src = (const float *)(xc + (uintptr_t)(base[0] + tapoff[t]) * sizeof(float));
+            _mm512_store_ps(dst, _mm512_maskz_loadu_ps((__mmask16)mk[t], src));
+            _mm512_store_ps(dst + 16, _mm512_maskz_loadu_ps((__mmask16)(mk[t] >> 16), src + 16));
+        } else {
+            __m512i off = _mm512_set1_epi32((int32_t)tapoff[t]);
+            const float *pl = (const float *)xc;
+            _mm512_store_ps(dst, _mm512_mask_i32gather_ps(_mm512_setzero_ps(), (__mmask16)mk[t],
+                                                          _mm512_add_epi32(b0, off), pl, 4));
+            _mm512_store_ps(dst + 16, _mm512_mask_i32gather_ps(_mm512_setzero_ps(), (__mmask16)(mk[t] >> 16),
+                                                               _mm512_add_epi32(b1, off), pl, 4));
+        }
+        if (++t == taps) {
+            t = 0;
+            xc += (uintptr_t)plane * sizeof(float);
+        }
+    }
+}
+
+/* dst[i] = src[2i]: two loads, one permute per 16 values. A vector reads
+ * src up to 2i + 31, so it runs while that stays within src[0, 2n-1). */
+KT static void gather_even_avx512(float *dst, const float *src, int64_t n)
+{
+    const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+    int64_t i = 0;
+    for (; i + 17 <= n; i += 16) {
+        __m512 lo = _mm512_loadu_ps(src + 2 * i), hi = _mm512_loadu_ps(src + 2 * i + 16);
+        _mm512_storeu_ps(dst + i, _mm512_permutex2var_ps(lo, even, hi));
+    }
+    for (; i < n; i++) dst[i] = src[2 * i];
+}
+
+const fgemm_arch_t fgemm_arch_avx512 = {tile_avx512, pack_b, pack_taps, gather_even_avx512};
+
+#endif

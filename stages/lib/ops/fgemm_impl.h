@@ -1,0 +1,46 @@
+/* fgemm_impl.h — what fgemm.c's driver (tiling, packing of A, the thread
+ * pool) needs from each instruction set's kernels (fgemm_avx512.c,
+ * fgemm_avx2.c, fgemm_generic.c). Every set computes each element of C as
+ * the same FMA chain over k in order, then + row bias, + column bias, then
+ * the activation (fgemm_finish_one), so the bits never depend on the set.
+ *
+ * The tile is FG_MR rows x FG_NR columns of C. B (or the convolution's
+ * column matrix) comes packed: FG_KC steps of FG_NR floats, 64-byte
+ * aligned, zero past the strip's nr columns. A is read in place (rows lda
+ * apart) or packed (FG_MR values a step, rows past m zero). */
+#ifndef PARITY_FGEMM_IMPL_H
+#define PARITY_FGEMM_IMPL_H
+
+#include <stdint.h>
+#include "ops/fgemm.h"
+
+#define FG_MR 8
+#define FG_NR 32
+#define FG_KC 256
+
+typedef struct fgemm_arch {
+    /* kc steps into the tile's rows [0, mr) and columns [0, nr); the
+     * partial sums come from C unless first; finished only when last.
+     * bias: the tile's first row's bias (or NULL); cbias: its first column's. */
+    void (*tile)(int64_t kc, const float *a, int64_t lda, int packed, int mr, const float *bp, int nr, float *c,
+                 int64_t ldc, int first, int last, const float *bias, const float *cbias, const fgemm_epi_t *e);
+    /* B's rows [0, kc), columns [0, nr) into the panel, zero past nr. */
+    void (*pack_b)(const float *b, int64_t ldb, int64_t kc, int nr, float *dst);
+    /* The column matrix's rows [p0, p0 + kc) of one strip (see fgemm.c's
+     * pack comment): lane l of row p = ch * taps + t is
+     * x[ch * plane + base[l] + tapoff[t]] where bit l of mk[t] is set, else 0. */
+    void (*pack_taps)(const float *x, int64_t plane, int taps, const int64_t *tapoff, const uint32_t *mk,
+                      const int32_t *base, int contiguous, int64_t p0, int64_t kc, float *dst);
+    void (*gather_even)(float *dst, const float *src, int64_t n);
+} fgemm_arch_t;
+
+extern const fgemm_arch_t fgemm_arch_generic;
+#if defined(__x86_64__) && defined(__GNUC__)
+extern const fgemm_arch_t fgemm_arch_avx2, fgemm_arch_avx512;
+#endif
+
+/* The epilogue of one element (row bias, column bias, activation), the
+ * reference every set's vector form follows. */
+float fgemm_finish_one(float x, float bias, float col_bias, const fgemm_epi_t *e);
+
+#endif
