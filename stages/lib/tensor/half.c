@@ -71,6 +71,7 @@ float f32_round_tf32(float f)
  * round-to-nearest-even, then back: exact, subnormals and inf included);
  * the scalar path is the reference the tests compare it with. */
 #if defined(__x86_64__)
+#include <cpuid.h>
 #include <immintrin.h>
 
 __attribute__((target("avx,f16c"))) static void round_f16_f16c(float *x, int64_t n)
@@ -88,7 +89,11 @@ __attribute__((target("avx,f16c"))) static void round_f16_f16c(float *x, int64_t
 static int have_f16c(void)
 {
     static int cached = -1;
-    if (cached < 0) cached = __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx");
+    /* F16C from CPUID leaf 1 (ECX bit 29): clang rejects the "f16c"
+     * string of __builtin_cpu_supports; "avx" (both compilers) also checks
+     * that the OS saves the YMM registers. */
+    unsigned a, b, c, d;
+    if (cached < 0) cached = __builtin_cpu_supports("avx") && __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C);
     return cached;
 }
 #endif
@@ -105,8 +110,14 @@ void round_f16_inplace(float *x, int64_t n)
 }
 
 /* Branch-free forms of f32_round_bf16 / f32_round_tf32 (the compiler
- * vectorises them); NaN and inf pass through unchanged. */
-__attribute__((optimize("O3"))) void round_bf16_inplace(float *x, int64_t n)
+ * vectorises them); NaN and inf pass through unchanged. gcc vectorises
+ * them at O3 only; clang has no optimize attribute and does it at O2. */
+#if defined(__clang__)
+#define OPT_O3
+#else
+#define OPT_O3 __attribute__((optimize("O3")))
+#endif
+OPT_O3 void round_bf16_inplace(float *x, int64_t n)
 {
     uint32_t *u = (uint32_t *)x;
     for (int64_t i = 0; i < n; i++) {
@@ -118,7 +129,7 @@ __attribute__((optimize("O3"))) void round_bf16_inplace(float *x, int64_t n)
     }
 }
 
-__attribute__((optimize("O3"))) void round_tf32_inplace(float *x, int64_t n)
+OPT_O3 void round_tf32_inplace(float *x, int64_t n)
 {
     uint32_t *u = (uint32_t *)x;
     for (int64_t i = 0; i < n; i++) {
