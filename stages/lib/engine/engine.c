@@ -182,7 +182,7 @@ static int check_value(const Parity__Engine *eng, const Parity__EngineValue *ev,
     if (tensor_check_shape(ev->dtype ? (dtype_t)ev->dtype : DT_FLOAT, (int)ev->n_dims, ev->dims, &e2))
         return BAD(e, "%s: value '%s': %s", path, ev->name, e2.msg);
     tensor_t shape = {.dtype = ev->dtype ? (dtype_t)ev->dtype : DT_FLOAT, .ndim = (int)ev->n_dims};
-    memcpy(shape.dims, ev->dims, ev->n_dims * sizeof *ev->dims);
+    for (size_t k = 0; k < ev->n_dims; k++) shape.dims[k] = ev->dims[k];
     int64_t bytes = (int64_t)tensor_nbytes(&shape);
     if (ev->offset < -1 || (ev->offset >= 0 && (ev->offset > eng->arena_bytes || bytes > eng->arena_bytes - ev->offset)))
         return BAD(e, "%s: value '%s': arena offset %lld (%lld bytes) outside the %lld-byte arena", path, ev->name,
