@@ -184,6 +184,10 @@ static int check_value(const Parity__Engine *eng, const Parity__EngineValue *ev,
     tensor_t shape = {.dtype = ev->dtype ? (dtype_t)ev->dtype : DT_FLOAT, .ndim = (int)ev->n_dims};
     for (size_t k = 0; k < ev->n_dims; k++) shape.dims[k] = ev->dims[k];
     int64_t bytes = (int64_t)tensor_nbytes(&shape);
+    /* the planner places values at multiples of 64 bytes (the arena is one
+     * aligned_alloc of 64-byte units) */
+    if (ev->offset >= 0 && ev->offset % 64)
+        return BAD(e, "%s: value '%s': arena offset %lld is not a multiple of 64", path, ev->name, (long long)ev->offset);
     if (ev->offset < -1 || (ev->offset >= 0 && (ev->offset > eng->arena_bytes || bytes > eng->arena_bytes - ev->offset)))
         return BAD(e, "%s: value '%s': arena offset %lld (%lld bytes) outside the %lld-byte arena", path, ev->name,
                    (long long)ev->offset, (long long)bytes, (long long)eng->arena_bytes);
