@@ -4,7 +4,7 @@
  * input error (code 2) — never crash, hang or trip ASan/UBSan. The seeds are
  * models from libonnx-testdata plus a .npy written here; the mutation stream
  * is a fixed LCG so failures reproduce. The coverage-guided libFuzzer
- * harnesses of these and every other reader are tests/fuzz/harness/*.c
+ * harnesses of these and every other reader are in tests/fuzz/harness/
  * (`make fuzz`, docs/fuzzing.md). */
 #include <stdio.h>
 #include <stdlib.h>
