@@ -26,7 +26,7 @@ def placed(name, src):
         open(os.path.join(path, fname.decode()), "wb").write(blob)
         return path, fname.decode()
     ext = {"polygraphy": ".json", "trtexec_json": ".json", "npz": ".npz", "npy": ".npy", "engine": ".engine",
-           "onnx": ".onnx", "pb": ".pb"}[name]
+           "onnx": ".onnx", "pb": ".pb", "config_model": ".yaml"}[name]
     path = os.path.join(d, os.path.basename(src) + ext)
     open(path, "wb").write(blob)
     return path, os.path.basename(path)
@@ -42,6 +42,8 @@ def cli(name, path, out):
         return ("infer", path, "-i", inp, "-o", os.path.join(out, "o"))
     if name == "onnx":
         return ("build-engine", path, "-o", os.path.join(out, "m.engine"))
+    if name == "config_model":
+        return ("plan", path, "-o", os.path.join(out, "plan"))
     if name == "pb":
         d = os.path.dirname(path)
         return ("compare", d, d, "--json", os.path.join(out, "c.json"))
