@@ -152,6 +152,9 @@ static int check_names(const Parity__Engine *eng, const char *path, perr_t *e)
         const Parity__EngineNode *n = eng->node[i];
         if (!n->name || !n->op_type || !n->op_type[0] || !n->domain)
             return BAD(e, "%s: node %zu is missing its name, op type or domain", path, i);
+        size_t named = 0;   /* a node that writes nothing is damage: kernels write their outputs */
+        for (size_t k = 0; k < n->n_output; k++) named += n->output[k] && n->output[k][0];
+        if (!named) return BAD(e, "%s: node '%s' (%s) has no outputs", path, n->name, n->op_type);
         for (size_t k = 0; k < n->n_attribute; k++)
             if (!n->attribute[k]->name) return BAD(e, "%s: node '%s': attribute %zu has no name", path, n->name, k);
         for (size_t k = 0; k < n->n_subgraph; k++) {
