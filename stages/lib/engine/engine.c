@@ -178,9 +178,9 @@ static int check_names(const Parity__Engine *eng, const char *path, perr_t *e)
 static int check_value(const Parity__Engine *eng, const Parity__EngineValue *ev, const char *path, perr_t *e)
 {
     if (ev->n_dims > TENSOR_MAX_DIMS) return BAD(e, "%s: value '%s' rank too large", path, ev->name);
+    if (!ev->shape_known) return 0;   /* sequences carry type codes of their own */
     if (ev->dtype && !dtype_size((dtype_t)ev->dtype))
         return BAD(e, "%s: value '%s': element type %d is not supported", path, ev->name, ev->dtype);
-    if (!ev->shape_known) return 0;
     perr_t e2 = {0};
     if (tensor_check_shape(ev->dtype ? (dtype_t)ev->dtype : DT_FLOAT, (int)ev->n_dims, ev->dims, &e2))
         return BAD(e, "%s: value '%s': %s", path, ev->name, e2.msg);
