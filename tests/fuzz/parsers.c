@@ -3,8 +3,9 @@
  * byte runs, length-field damage) must each either load or fail with a bad
  * input error (code 2) — never crash, hang or trip ASan/UBSan. The seeds are
  * models from libonnx-testdata plus a .npy written here; the mutation stream
- * is a fixed LCG so failures reproduce. A libFuzzer harness over the same
- * entry points is fuzz_onnx.c (built on demand with clang). */
+ * is a fixed LCG so failures reproduce. The coverage-guided libFuzzer
+ * harnesses of these and every other reader are in tests/fuzz/harness/
+ * (`make fuzz`, docs/fuzzing.md). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,6 +1,6 @@
 /* half.c — the narrow-float conversions against independent references:
  * all 65,536 half values and a sweep of float32 inputs against GCC's own
- * _Float16 conversions (libgcc, round to nearest even), and bfloat16 / TF32
+ * _Float16 conversions (half_ref.h; round to nearest even), and bfloat16 / TF32
  * rounding against a nearest-neighbour search in double arithmetic. */
 #include <math.h>
 #include <stdint.h>
@@ -8,10 +8,11 @@
 #include "tap.h"
 #include "isa_each.h"
 #include "tensor/half.h"
+#include "half_ref.h"
 
 static uint16_t ref_f32_to_f16(float f)
 {
-    _Float16 h = (_Float16)f;
+    half_ref_t h = (half_ref_t)f;
     uint16_t u;
     memcpy(&u, &h, 2);
     return u;
@@ -19,7 +20,7 @@ static uint16_t ref_f32_to_f16(float f)
 
 static float ref_f16_to_f32(uint16_t u)
 {
-    _Float16 h;
+    half_ref_t h;
     memcpy(&h, &u, 2);
     return (float)h;
 }

@@ -3,13 +3,14 @@
  * offsets computed by unravelling every output index; kernels (run through
  * node_run, the executor's one path) against explicit coordinate loops with
  * libm in double or exact 64-bit integer arithmetic; Cast against GCC's own
- * _Float16 conversions and integer-arithmetic rounding to bfloat16. Also the
+ * _Float16 conversions (half_ref.h) and integer-arithmetic rounding to bfloat16. Also the
  * defined results of integer edge cases (division by zero, INT_MIN / -1,
  * shifts past the width) and that bad nodes fail cleanly. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include "tap.h"
+#include "half_ref.h"
 #include "ops/run.h"
 #include "ops/bcast.h"
 #include "tensor/half.h"
@@ -601,7 +602,7 @@ static void test_cast(void)
     tensor_t *h = run("Cast@13", "to=i:10", 1, in, &e);
     int bad = !h || h->dtype != DT_FLOAT16;
     for (int i = 0; !bad && i < 4096; i++) {
-        _Float16 r = (_Float16)xv[i];
+        half_ref_t r = (half_ref_t)xv[i];
         uint16_t u;
         memcpy(&u, &r, 2);
         if (((uint16_t *)h->data)[i] != u) { diag("%.17g -> %04x, want %04x", xv[i], ((uint16_t *)h->data)[i], u); bad = 1; }

@@ -152,6 +152,9 @@ static int check_names(const Parity__Engine *eng, const char *path, perr_t *e)
         const Parity__EngineNode *n = eng->node[i];
         if (!n->name || !n->op_type || !n->op_type[0] || !n->domain)
             return BAD(e, "%s: node %zu is missing its name, op type or domain", path, i);
+        size_t named = 0;   /* a node that writes nothing is damage: kernels write their outputs */
+        for (size_t k = 0; k < n->n_output; k++) named += n->output[k] && n->output[k][0];
+        if (!named) return BAD(e, "%s: node '%s' (%s) has no outputs", path, n->name, n->op_type);
         for (size_t k = 0; k < n->n_attribute; k++)
             if (!n->attribute[k]->name) return BAD(e, "%s: node '%s': attribute %zu has no name", path, n->name, k);
         for (size_t k = 0; k < n->n_subgraph; k++) {
@@ -166,6 +169,31 @@ static int check_names(const Parity__Engine *eng, const char *path, perr_t *e)
         if (!eng->opset[i]->domain) return BAD(e, "%s: opset entry %zu has no domain", path, i);
     for (size_t i = 0; i < eng->n_constant; i++)
         if (!eng->constant[i]->name) return BAD(e, "%s: constant %zu has no name", path, i);
+    return 0;
+}
+
+/* A value's description drives the executor's arena: its type and shape
+ * must be ones a tensor can have, and its bytes must lie inside the arena
+ * the file declares. */
+static int check_value(const Parity__Engine *eng, const Parity__EngineValue *ev, const char *path, perr_t *e)
+{
+    if (ev->n_dims > TENSOR_MAX_DIMS) return BAD(e, "%s: value '%s' rank too large", path, ev->name);
+    if (!ev->shape_known) return 0;   /* sequences carry type codes of their own */
+    if (ev->dtype && !dtype_size((dtype_t)ev->dtype))
+        return BAD(e, "%s: value '%s': element type %d is not supported", path, ev->name, ev->dtype);
+    perr_t e2 = {0};
+    if (tensor_check_shape(ev->dtype ? (dtype_t)ev->dtype : DT_FLOAT, (int)ev->n_dims, ev->dims, &e2))
+        return BAD(e, "%s: value '%s': %s", path, ev->name, e2.msg);
+    tensor_t shape = {.dtype = ev->dtype ? (dtype_t)ev->dtype : DT_FLOAT, .ndim = (int)ev->n_dims};
+    for (size_t k = 0; k < ev->n_dims; k++) shape.dims[k] = ev->dims[k];
+    int64_t bytes = (int64_t)tensor_nbytes(&shape);
+    /* the planner places values at multiples of 64 bytes (the arena is one
+     * aligned_alloc of 64-byte units) */
+    if (ev->offset >= 0 && ev->offset % 64)
+        return BAD(e, "%s: value '%s': arena offset %lld is not a multiple of 64", path, ev->name, (long long)ev->offset);
+    if (ev->offset < -1 || (ev->offset >= 0 && (ev->offset > eng->arena_bytes || bytes > eng->arena_bytes - ev->offset)))
+        return BAD(e, "%s: value '%s': arena offset %lld (%lld bytes) outside the %lld-byte arena", path, ev->name,
+                   (long long)ev->offset, (long long)bytes, (long long)eng->arena_bytes);
     return 0;
 }
 
@@ -184,17 +212,26 @@ static graph_t *unpack_graph(const Parity__Engine *eng, const char *path, perr_t
     }
     g->n_opsets = (int)eng->n_opset;
     for (size_t i = 0; i < eng->n_constant; i++) {
+        if (graph_find(g, eng->constant[i]->name) >= 0) {
+            BAD(e, "%s: constant '%s' is stored twice", path, eng->constant[i]->name);
+            goto fail_g;
+        }
         tensor_t t;
-        if (tensorproto_to_tensor(eng->constant[i], NULL, &t, e)) goto fail_g;
-        int v = graph_value(g, eng->constant[i]->name ? eng->constant[i]->name : "");
+        if (tensorproto_to_tensor(eng->constant[i], NULL, &t, e)) { perr_prefix(e, "%s: ", path); goto fail_g; }
+        int v = graph_value(g, eng->constant[i]->name);
         g->vals[v].t = t;
         g->vals[v].kind = VAL_CONST;
         g->vals[v].shape_known = 1;
     }
     for (size_t i = 0; i < eng->n_value; i++) {
         const Parity__EngineValue *ev = eng->value[i];
-        if (ev->n_dims > TENSOR_MAX_DIMS) { BAD(e, "%s: value '%s' rank too large", path, ev->name); goto fail_g; }
-        int v = graph_value(g, ev->name);
+        if (check_value(eng, ev, path, e)) goto fail_g;
+        int v = graph_find(g, ev->name);
+        if (v >= 0) {   /* a constant's shape is its data's, a value is described once */
+            BAD(e, "%s: value '%s' is described twice", path, ev->name);
+            goto fail_g;
+        }
+        v = graph_value(g, ev->name);
         value_t *val = &g->vals[v];
         val->t.dtype = (dtype_t)ev->dtype;
         val->t.ndim = (int)ev->n_dims;
@@ -205,6 +242,7 @@ static graph_t *unpack_graph(const Parity__Engine *eng, const char *path, perr_t
     g->inputs = xcalloc(eng->n_input + 1, sizeof(int));
     for (size_t i = 0; i < eng->n_input; i++) {
         int v = graph_value(g, eng->input[i]);
+        if (g->vals[v].kind != VAL_ACTIVATION) { BAD(e, "%s: input '%s' is a constant or listed twice", path, eng->input[i]); goto fail_g; }
         g->vals[v].kind = VAL_INPUT;
         g->inputs[g->n_inputs++] = v;
     }

@@ -212,6 +212,15 @@ int npz_load(const npz_t *z, int i, tensor_t *t, perr_t *e)
     if (read_at(z, m->local_off, lh, 30, e)) return -1;
     if (le32(lh) != SIG_LOCAL) return BAD(e, "%s: member '%s': local header missing", z->what, m->name);
     uint64_t data = m->local_off + 30 + le16(lh + 26) + le16(lh + 28);
+    /* sizes are believed only as far as the archive backs them, before
+     * anything is allocated: the compressed bytes must lie in the file, and
+     * deflate expands at most 1032-fold (RFC 1951: 258 bytes per 2 bits) */
+    if (data > z->size || m->csize > z->size - data)
+        return BAD(e, "%s: member '%s': data lies outside the file", z->what, m->name);
+    if (m->method == 8 ? m->usize > m->csize * 1032 + 64 : m->usize != m->csize)
+        return BAD(e, "%s: member '%s': %llu bytes cannot hold %llu %s", z->what, m->name,
+                   (unsigned long long)m->csize, (unsigned long long)m->usize,
+                   m->method == 8 ? "deflated bytes" : "stored bytes (sizes disagree)");
     uint8_t *c = xmalloc(m->csize ? m->csize : 1);
     if (read_at(z, data, c, m->csize, e)) { free(c); return -1; }
     uint8_t *u = c;

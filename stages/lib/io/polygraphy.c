@@ -87,6 +87,27 @@ static int64_t latin1_bytes(const char *s, size_t n, uint8_t *out)
     return (int64_t)o;
 }
 
+/* The bytes of an "array" string: base64, or else legacy latin-1 text. Each
+ * decoder writes into a buffer sized by its own bound on the text it reads
+ * (base64: 3 bytes per 4 characters; latin-1: at most one byte per
+ * character), never by the other's. NULL when the text is neither. */
+static uint8_t *array_bytes(const char *s, size_t n, size_t *len)
+{
+    uint8_t *buf = xmalloc(n / 4 * 3 + 1);
+    int64_t m = base64_decode(s, n, buf);
+    if (m < 0) {
+        free(buf);
+        buf = xmalloc(n + 1);
+        m = latin1_bytes(s, n, buf);
+    }
+    if (m < 0) {
+        free(buf);
+        return NULL;
+    }
+    *len = (size_t)m;
+    return buf;
+}
+
 /* The bytes are an .npy image, or an .npz image whose first member is the
  * array (Polygraphy before 0.30). */
 static int decode_bytes(const uint8_t *b, size_t n, const char *what, tensor_t *t, perr_t *e)
@@ -113,17 +134,10 @@ int poly_decode_array(const json_t *node, const char *what, tensor_t *t, perr_t 
     const json_t *arr = json_is_object(node) ? json_object_get(node, "array") : NULL;
     if (!json_is_string(arr)) return BAD(e, "%s: not an encoded array (no \"array\" string)", what);
     const char *s = json_string_value(arr);
-    size_t n = json_string_length(arr);
-    uint8_t *buf = xmalloc(n / 4 * 3 + 3);
-    int64_t len = base64_decode(s, n, buf);
-    int rc;
-    if (len >= 0) {
-        rc = decode_bytes(buf, (size_t)len, what, t, e);
-    } else {
-        len = latin1_bytes(s, n, buf);
-        rc = len < 0 ? BAD(e, "%s: \"array\" is neither base64 nor latin-1 text", what)
-                     : decode_bytes(buf, (size_t)len, what, t, e);
-    }
+    size_t len;
+    uint8_t *buf = array_bytes(s, json_string_length(arr), &len);
+    if (!buf) return BAD(e, "%s: \"array\" is neither base64 nor latin-1 text", what);
+    int rc = decode_bytes(buf, len, what, t, e);
     free(buf);
     return rc;
 }

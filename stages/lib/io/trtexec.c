@@ -109,7 +109,11 @@ static int read_binding(scan_t *s, const char *start, tensor_set_t *set)
         char *key = read_string(s, start);
         if (!key || expect(s, ':', start)) { free(key); rc = -1; break; }
         if (!strcmp(key, "values")) {
+            /* a repeated key: the last one counts; read_values sets vals
+             * only on success, so nothing keeps pointing at freed values */
             free(vals);
+            vals = NULL;
+            nv = -1;
             rc = read_values(s, start, &vals, &nv);
         } else {
             char *val = read_string(s, start);
@@ -127,15 +131,18 @@ static int read_binding(scan_t *s, const char *start, tensor_set_t *set)
     }
     if (!rc && (!name || !dims || nv < 0))
         rc = BAD(s->e, "%s:%d: binding lacks \"name\", \"dimensions\" or \"values\"", s->path, line_of(s, start));
-    int64_t d[TENSOR_MAX_DIMS];
-    int nd = 0;
-    if (!rc && dims[0] && (nd = shape_parse(dims, d)) < 0)
+    tensor_t shape = {.dtype = DT_FLOAT};
+    if (!rc && dims[0] && (shape.ndim = shape_parse(dims, shape.dims)) < 0)
         rc = BAD(s->e, "%s: binding '%s': bad dimensions \"%s\"", s->path, name, dims);
     perr_t e2 = {0};
-    tensor_t *t = rc ? NULL : tensor_new(DT_FLOAT, nd, d, &e2);
-    if (!rc && !t) rc = BAD(s->e, "%s: binding '%s': %s", s->path, name, e2.msg);
-    if (!rc && tensor_numel(t) != nv)
+    if (!rc && tensor_check_shape(DT_FLOAT, shape.ndim, shape.dims, &e2))
+        rc = BAD(s->e, "%s: binding '%s': %s", s->path, name, e2.msg);
+    /* the values are counted before anything is allocated: the declared
+     * dimensions are believed only as far as the values back them */
+    if (!rc && tensor_numel(&shape) != nv)
         rc = BAD(s->e, "%s: binding '%s': %lld values for dimensions %s", s->path, name, (long long)nv, dims);
+    tensor_t *t = rc ? NULL : tensor_new(DT_FLOAT, shape.ndim, shape.dims, s->e);
+    if (!t && !rc) rc = -1;
     if (!rc) {
         memcpy(t->data, vals, (size_t)nv * sizeof *vals);
         tensorset_add(set, name, t);
@@ -256,14 +263,19 @@ int trtexec_read_raw(const char *path, tensor_t *t, char **name, perr_t *e)
         return BAD(e, "%s: element type fp8/int4 is not supported", path);
     }
     memset(t, 0, sizeof *t);
-    if (tensor_alloc(t, dt, nd, dims, e)) { free(*name); *name = NULL; return perr_prefix(e, "%s: ", path); }
+    if (tensor_check_shape(dt, nd, dims, e)) { free(*name); *name = NULL; return perr_prefix(e, "%s: ", path); }
+    tensor_t shape = {.dtype = dt, .ndim = nd};
+    memcpy(shape.dims, dims, sizeof dims);
+    size_t want = tensor_nbytes(&shape);
     FILE *f = fopen(path, "rb");
     struct stat st;
     int rc = 0;
+    /* the file's size is checked before allocating what the name declares */
     if (!f || fstat(fileno(f), &st) != 0) rc = BAD(e, "%s: cannot open: %s", path, strerror(errno));
-    else if ((uint64_t)st.st_size != tensor_nbytes(t))
-        rc = BAD(e, "%s: %lld bytes, the name's shape and type need %zu", path, (long long)st.st_size, tensor_nbytes(t));
-    else if (tensor_nbytes(t) && fread(t->data, 1, tensor_nbytes(t), f) != tensor_nbytes(t))
+    else if ((uint64_t)st.st_size != want)
+        rc = BAD(e, "%s: %lld bytes, the name's shape and type need %zu", path, (long long)st.st_size, want);
+    else if (tensor_alloc(t, dt, nd, dims, e)) rc = perr_prefix(e, "%s: ", path);
+    else if (want && fread(t->data, 1, want, f) != want)
         rc = BAD(e, "%s: read error", path);
     if (f) fclose(f);
     if (rc) {

@@ -290,6 +290,10 @@ static int load_nodes(load_ctx_t *L, Onnx__NodeProto *const *nodes, size_t n_nod
         if (!strcmp(domain, "ai.onnx")) domain = "";
         if (!np->op_type || !np->op_type[0])
             return BAD(L->e, "%s: node %zu has no op_type", L->path, i);
+        /* a node that writes nothing is damage: kernels write their outputs */
+        size_t named = 0;
+        for (size_t k = 0; k < np->n_output; k++) named += np->output[k][0] != 0;
+        if (!named) return BAD(L->e, "%s: node %zu (%s) has no outputs", L->path, i, np->op_type);
         const char *name = np->name && np->name[0] ? np->name : NULL;
         if (!name) {
             snprintf(nbuf, sizeof nbuf, "%s_%d", np->op_type, L->anon++);

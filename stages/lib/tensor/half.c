@@ -102,8 +102,14 @@ void round_f16_inplace(float *x, int64_t n)
 }
 
 /* Branch-free forms of f32_round_bf16 / f32_round_tf32 (the compiler
- * vectorises them); NaN and inf pass through unchanged. */
-__attribute__((optimize("O3"))) void round_bf16_inplace(float *x, int64_t n)
+ * vectorises them); NaN and inf pass through unchanged. gcc vectorises
+ * them at O3 only; clang has no optimize attribute and does it at O2. */
+#if defined(__clang__)
+#define OPT_O3
+#else
+#define OPT_O3 __attribute__((optimize("O3")))
+#endif
+OPT_O3 void round_bf16_inplace(float *x, int64_t n)
 {
     uint32_t *u = (uint32_t *)x;
     for (int64_t i = 0; i < n; i++) {
@@ -115,7 +121,7 @@ __attribute__((optimize("O3"))) void round_bf16_inplace(float *x, int64_t n)
     }
 }
 
-__attribute__((optimize("O3"))) void round_tf32_inplace(float *x, int64_t n)
+OPT_O3 void round_tf32_inplace(float *x, int64_t n)
 {
     uint32_t *u = (uint32_t *)x;
     for (int64_t i = 0; i < n; i++) {

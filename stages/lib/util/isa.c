@@ -7,6 +7,9 @@
 #include <string.h>
 #include "util/isa.h"
 #include "util/err.h"
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <cpuid.h>
+#endif
 
 static const char *const names[] = {"generic", "avx2", "avx512"};
 
@@ -20,8 +23,13 @@ isa_t isa_cpu(void)
     if (v < 0) {
         v = ISA_GENERIC;
 #if defined(__x86_64__) && defined(__GNUC__)
+        /* F16C from CPUID leaf 1 (ECX bit 29): clang rejects the "f16c" string
+         * of __builtin_cpu_supports; "avx2" also checks that the OS saves the
+         * YMM registers. */
+        unsigned a, b, c = 0, d;
+        int f16c = __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C);
         __builtin_cpu_init();
-        if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c")) {
+        if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && f16c) {
             v = ISA_AVX2;
             if (__builtin_cpu_supports("avx512f")) v = ISA_AVX512;
         }

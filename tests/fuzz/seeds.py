@@ -1,0 +1,83 @@
+#!/usr/bin/python3
+"""seeds.py BIN — writes the seed corpora tests/fuzz/corpus/NAME/ (committed;
+rerun only to change them). BIN is a built parity's build/bin (for the
+engine, layer report and plan seeds). Small inputs on purpose: libFuzzer
+mutates them fastest, and every reader's main paths are reached by one."""
+import base64, io, json, os, shutil, struct, subprocess, sys, tempfile
+import numpy as np
+from PIL import Image
+
+bindir = sys.argv[1]
+root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus")
+data = "/usr/share/libonnx-testdata/data/node"
+tmp = tempfile.mkdtemp(prefix="parity-seeds-")
+
+
+def put(name, file, blob):
+    os.makedirs(os.path.join(root, name), exist_ok=True)
+    with open(os.path.join(root, name, file), "wb") as f:
+        f.write(blob if isinstance(blob, bytes) else blob.encode())
+
+
+def npy(a):
+    b = io.BytesIO()
+    np.save(b, a)
+    return b.getvalue()
+
+
+models = ["test_relu", "test_add_bcast", "test_conv_with_strides_padding", "test_slice"]
+for m in models:
+    put("onnx", m + ".onnx", open(f"{data}/{m}/model.onnx", "rb").read())
+    put("pb", m + ".pb", open(f"{data}/{m}/test_data_set_0/input_0.pb", "rb").read())
+for m in models[:2]:
+    eng, lay = os.path.join(tmp, m + ".engine"), os.path.join(tmp, m + ".json")
+    subprocess.run([f"{bindir}/build-engine", f"{data}/{m}/model.onnx", "-o", eng, "--layers-out", lay], check=True)
+    put("engine", m + ".engine", open(eng, "rb").read())
+    put("layers", m + ".json", open(lay, "rb").read())
+
+arrays = {"f32": np.arange(6, dtype=np.float32).reshape(2, 3) - 2.5, "i64": np.array([1, -2, 3], np.int64),
+          "f16": np.array([[0.5, 65504]], np.float16), "u8": np.zeros((1, 2, 2), np.uint8), "scalar": np.float32(7)}
+for k, a in arrays.items():
+    put("npy", k + ".npy", npy(a))
+b = io.BytesIO(); np.savez(b, x=arrays["f32"], y=arrays["i64"]); put("npz", "stored.npz", b.getvalue())
+b = io.BytesIO(); np.savez_compressed(b, x=arrays["f32"]); put("npz", "deflated.npz", b.getvalue())
+
+def poly_array(a):
+    return {"array": base64.b64encode(npy(a)).decode(), "polygraphy_class": "ndarray"}
+put("polygraphy", "runresults.json", json.dumps({"lst": [["trt-runner", [{"outputs": {
+    "y": {"values": poly_array(arrays["f32"]), "polygraphy_class": "LazyArray"}}, "runtime": 0.1,
+    "runner_name": "trt-runner", "polygraphy_class": "IterationResult"}]]], "polygraphy_class": "RunResults"}))
+put("polygraphy", "inputs.json", json.dumps([{"x": poly_array(arrays["i64"]), "z": poly_array(arrays["scalar"])}]))
+put("polygraphy", "latin1.json", json.dumps([{"x": {"array": npy(arrays["u8"]).decode("latin-1")}}]))
+
+put("trtexec_json", "output.json", '[\n  { "name" : "y"\n  , "dimensions" : "2x3"\n  , "values" : [ -2.5, -1.5, -0.5, 0.5, nan, -inf ]\n  },\n'
+    '  { "name" : "s"\n  , "dimensions" : ""\n  , "values" : [ 7 ]\n  }\n]\n')
+put("trtexec_raw", "fp32.raw", b"y.output.2.3.fp32.raw\n" + arrays["f32"].tobytes())
+put("trtexec_raw", "int64.raw", b"labels.output.3.int64.raw\n" + arrays["i64"].tobytes())
+put("trtexec_raw", "scalar.raw", b"s.output..fp16.raw\n" + np.float16(1).tobytes())
+
+for mode, size in [("RGB", (3, 2)), ("L", (2, 2)), ("RGBA", (1, 3)), ("P", (2, 1))]:
+    b = io.BytesIO(); Image.new(mode, size, 90).save(b, "PNG")
+    put("png", mode + ".png", b"\0" + b.getvalue())
+b = io.BytesIO(); Image.new("RGB", (2, 2), (10, 200, 30)).save(b, "PNG"); put("png", "gray.png", b"\1" + b.getvalue())
+
+for kind, folder in [("config_precision", "precisions"), ("config_preprocess", "preprocess"), ("config_model", "models")]:
+    for f in sorted(os.listdir(f"configs/{folder}")):
+        put(kind, f, open(f"configs/{folder}/{f}", "rb").read())
+put("config_detection", "rtdetr.yaml", "labels: labels\nboxes: boxes\nscores: scores\nbox_format: xyxy\n"
+    "box_coords: original\nlabel_map: [1, 2, 3, 4, 5, 6]\n")
+put("config_detection", "yolo.yaml", "boxes: out0\nbox_format: cxcywh\nbox_coords: normalized\nthreshold: 0.25\ntop_k: 100\nclip: true\n")
+
+gt = {"images": [{"id": 1, "width": 8, "height": 6}, {"id": 2, "width": 4, "height": 4}],
+      "categories": [{"id": 1, "name": "a"}, {"id": 3, "name": "b"}],
+      "annotations": [{"id": 1, "image_id": 1, "category_id": 1, "bbox": [1, 1, 3, 2], "area": 6, "iscrowd": 0},
+                      {"id": 2, "image_id": 2, "category_id": 3, "bbox": [0, 0, 4, 4], "area": 16, "iscrowd": 1}]}
+put("coco_gt", "small.json", json.dumps(gt))
+put("coco_results", "small.json", json.dumps([{"image_id": 1, "category_id": 1, "bbox": [1, 1, 3, 2.5], "score": 0.9},
+                                              {"image_id": 2, "category_id": 3, "bbox": [0, 0, 1, 1], "score": 0.25}]))
+
+# plan.json as plan writes it, with its cells' result files beside it (relative paths)
+subprocess.run([f"{bindir}/plan", "configs/models/convclip.yaml", "-o", os.path.join(tmp, "plan")], check=True,
+               stdout=subprocess.DEVNULL)
+put("plan", "convclip.json", open(os.path.join(tmp, "plan", "plan.json"), "rb").read())
+shutil.rmtree(tmp)
