@@ -8,8 +8,9 @@
 #   make help                 targets and variables
 #
 # Variables: V=1 shows commands; SANITIZE=1 builds with ASan+UBSan into
-# build/san/; CC, CFLAGS, LDFLAGS, prefix, DESTDIR as usual. Everything
-# generated lands in build/ (configs name build/models and build/datasets).
+# build/san/; CC_OUT=DIR puts the compiler's outputs elsewhere (CI's clang
+# build: build/clang); CC, CFLAGS, LDFLAGS, prefix, DESTDIR as usual. Pipeline
+# data lands in build/ (configs name build/models and build/datasets).
 
 prefix  ?= /usr/local
 bindir  ?= $(prefix)/bin
@@ -24,11 +25,14 @@ ifeq ($(origin BUILD),command line)
 $(error BUILD=DIR is not supported: everything generated lands in build/)
 endif
 BUILD   := build
+# The compiler's outputs (bin/, obj/, gen/, tests/) may go elsewhere, e.g. a
+# second compiler's: CC_OUT=build/clang. Pipeline data stays in build/.
+CC_OUT  ?= $(BUILD)
 ifeq ($(SANITIZE),1)
-O       := $(BUILD)/san
+O       := $(CC_OUT)/san
 SANFLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 else
-O       := $(BUILD)
+O       := $(CC_OUT)
 SANFLAGS :=
 endif
 

@@ -40,7 +40,7 @@ TEST_BINS += $(FUZZ_REPLAYS)
 tools: $(FUZZ_REPLAYS)
 
 # The libFuzzer build is this Makefile again with clang into FUZZ_BUILD.
-FUZZ_SUBMAKE = $(MAKE) --no-print-directory CC=$(FUZZ_CC) BUILD=$(FUZZ_BUILD) SANITIZE= SANFLAGS='$(FUZZ_SAN)'
+FUZZ_SUBMAKE = $(MAKE) --no-print-directory CC=$(FUZZ_CC) CC_OUT=$(FUZZ_BUILD) SANITIZE= SANFLAGS='$(FUZZ_SAN)'
 fuzz-bins: $(FUZZ_NAMES:%=$(O)/bin/fuzz-%)
 
 fuzz:

@@ -8,6 +8,6 @@ command -v clang >/dev/null || { echo "30-clang: clang is not installed (tools/d
 tests=$(ls tests/unit/*.c | sed 's|^tests/\(.*\)\.c$|build/clang/tests/\1|')
 replays=$(ls tests/fuzz/harness/*.c | sed 's|^tests/fuzz/harness/\(.*\)\.c$|build/clang/tests/fuzz/\1|')
 # shellcheck disable=SC2086
-make -j"$(nproc)" CC=clang BUILD=build/clang CFLAGS='-O2 -g -Werror' all $tests $replays
+make -j"$(nproc)" CC=clang CC_OUT=build/clang CFLAGS='-O2 -g -Werror' all $tests $replays
 # shellcheck disable=SC2086
 prove -j"$(nproc)" $tests $replays
