@@ -168,7 +168,7 @@ PARITY_BIN  = $(O)/bin
 include mk/safe-names.mk
 VALIDATE_MODELS = $(if $(filter all,$(MODEL)),$(MODELS_ALL),$(MODEL))
 
-ifneq ($(filter validate validate-% plan,$(MAKECMDGOALS)),)
+ifneq ($(filter validate validate-% plan shard-%,$(MAKECMDGOALS)),)
 MODELS_ALL := $(call safe_model_files)
 VALIDATE_MODELS := $(VALIDATE_MODELS)
 $(foreach m,$(VALIDATE_MODELS),$(if $(wildcard configs/models/$(m).yaml),,\
