@@ -40,7 +40,8 @@ done
 case $mode in
 task)
     i=${SLURM_ARRAY_TASK_ID:?slurm.sh --task runs as a Slurm array task}
-    exec "$MAKE" -s "shard-$model" "${makevars[@]}" SHARD="$i";;
+    # the task's cells run side by side on the CPUs Slurm gave it
+    exec "$MAKE" -s -j"${SLURM_CPUS_PER_TASK:-1}" "shard-$model" "${makevars[@]}" SHARD="$i";;
 merge)
     exec "$MAKE" -s "validate-$model" "${makevars[@]}" PARITY_SHARD_MERGE=1;;
 esac
