@@ -94,5 +94,17 @@ ok $([ $rc != 0 ] && grep -q "SHARD='1;x'" "$tmp/bad.log"; echo $?) "SHARD='1;x'
 make -s shard-$M MODEL=$M SHARDS=3 SHARD=3 > "$tmp/bad.log" 2>&1; rc=$?
 ok $([ $rc != 0 ] && grep -q "not one of 0..2" "$tmp/bad.log"; echo $?) "SHARD=3 of 3 is refused"
 
+# 7. the shard stage's bad input: one line naming the file, exit 2, no output
+bin=${PARITY_BIN:-build/bin}
+echo '{"images":[{"id":"x"}]}' > "$tmp/bad.json"
+"$bin/shard" select --count 2 --index 1 --dataset "$tmp/bad.json" -o "$tmp/l" 2> "$tmp/e"; rc=$?
+ok $([ $rc = 2 ] && [ "$(wc -l < "$tmp/e")" = 1 ] && grep -q 'bad.json: images\[0\]' "$tmp/e" && [ ! -e "$tmp/l" ]; echo $?) "shard select: a bad dataset is named, exit 2"
+"$bin/shard" select --count 20 --index 19 --dataset build/datasets/shapes-val-12/annotations.json -o "$tmp/l" 2> "$tmp/e"; rc=$?
+ok $([ $rc = 2 ] && grep -q 'shard 19 of 20 holds no image' "$tmp/e" && [ ! -e "$tmp/l" ]; echo $?) "shard select: an empty shard is refused"
+"$bin/shard" merge -o "$tmp/mrg" $D/shards/3/0/cells/bgr__fp32/out "$tmp/none" 2> "$tmp/e"; rc=$?
+ok $([ $rc = 2 ] && grep -q 'none: no such shard output' "$tmp/e" && [ -z "$(ls -d "$tmp"/mrg* 2>/dev/null)" ]; echo $?) "shard merge: a missing shard leaves no output"
+"$bin/shard" merge -o "$tmp/mrg" $D/shards/3/0/cells/bgr__fp32/out $D/shards/3/0/cells/bgr__fp32/out 2> "$tmp/e"; rc=$?
+ok $([ $rc = 2 ] && grep -q 'shards overlap' "$tmp/e" && [ -z "$(ls -d "$tmp"/mrg* 2>/dev/null)" ]; echo $?) "shard merge: overlapping shards are refused"
+
 echo "1..$n"
 exit $((failed > 0))
