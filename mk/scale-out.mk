@@ -19,5 +19,5 @@ export SLURM_PARTITION SLURM_ACCOUNT SLURM_TIME SLURM_CPUS SLURM_MAX_TASKS SLURM
 ifeq ($(LAUNCHER),slurm)
 $(if $(SHARDS),,$(error LAUNCHER=slurm: give SHARDS=N))
 launch-slurm-%: $(BINS) FORCE
-	$(Q)pipeline/launchers/slurm.sh '$*' '$(SHARDS)'
+	$(Q)PARITY_BIN='$(PARITY_BIN)' pipeline/launchers/slurm.sh '$*' '$(SHARDS)'
 endif

@@ -67,6 +67,9 @@ echo "  SLURM   $model: engines and inputs, once"
 missing=$("$MAKE" -s "shard-missing-$model" "${makevars[@]}") || exit 2
 missing=$(echo $missing | tr ' ' ',')
 self=$(realpath "$0")
+# the jobs get this environment (sbatch --export=ALL) but not the calling
+# make's flags and jobserver: they run make afresh with makevars
+unset MAKEFLAGS MFLAGS MAKELEVEL
 deps=()
 if [ -n "$missing" ]; then
     array=$(sbatch --parsable "${opts[@]}" --job-name="parity-$model" --array="$missing$cap" \
@@ -103,3 +106,5 @@ if ! grep -q "validate: $model:" "$logs/merge.log" 2>/dev/null; then
     exit 1
 fi
 grep "validate: $model:" "$logs/merge.log"
+# like make validate: a FAIL verdict is exit 1
+"${PARITY_BIN:-build/bin}/report" --verdict "reports/$model/results.json" >/dev/null
