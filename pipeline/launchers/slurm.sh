@@ -17,7 +17,7 @@
 # a strict alphabet and reaches sbatch and make as its own argv word: nothing
 # here is ever evaluated by a shell. Another array scheduler is a copy of this
 # file with its own submit and wait steps.
-set -u
+set -u -f   # -f: words split on blanks are never globbed
 die() { echo "slurm.sh: $*" >&2; exit 2; }
 # letters, digits and . _ - / + : , = @ only, not starting with '-'
 check() { [[ $2 =~ ^[A-Za-z0-9._/+:,=@][A-Za-z0-9._/+:,=@-]*$ ]] || die "$1='$2': use only letters, digits and . _ - / + : , = @"; }
@@ -53,7 +53,7 @@ opts=()
 [ -n "${SLURM_CPUS:-}" ] && { checknum SLURM_CPUS "$SLURM_CPUS"; opts+=(--cpus-per-task="$SLURM_CPUS"); }
 for w in ${SLURM_FLAGS:-}; do
     [[ $w == -* ]] || die "SLURM_FLAGS: '$w' is not a flag (write --name=value)"
-    check SLURM_FLAGS "${w#-}"; opts+=("$w")
+    f=${w#-}; check SLURM_FLAGS "${f#-}"; opts+=("$w")
 done
 cap=
 [ -n "${SLURM_MAX_TASKS:-}" ] && { checknum SLURM_MAX_TASKS "$SLURM_MAX_TASKS"; cap=%$SLURM_MAX_TASKS; }
