@@ -6,6 +6,9 @@
 #   make validate MODEL=NAME  the validation matrix of configs/models/NAME.yaml
 #   make bench                benchmarks against peers (bench/)
 #   make help                 targets and variables
+#   make validate MODEL=NAME SHARDS=N  sharded; LAUNCHER=local|slurm, SLURM_PARTITION,
+#                             SLURM_ACCOUNT, SLURM_TIME, SLURM_CPUS, SLURM_MAX_TASKS,
+#                             SLURM_FLAGS, SLURM_WAIT (mk/scale-out.mk, docs/scale-out.md)
 #
 # Variables: V=1 shows commands; SANITIZE=1 builds with ASan+UBSan into
 # build/san/; CC_OUT=DIR puts the compiler's outputs elsewhere (CI's clang
@@ -176,7 +179,7 @@ PARITY_BIN  = $(O)/bin
 include mk/safe-names.mk
 VALIDATE_MODELS = $(if $(filter all,$(MODEL)),$(MODELS_ALL),$(MODEL))
 
-ifneq ($(filter validate validate-% plan,$(MAKECMDGOALS)),)
+ifneq ($(filter validate validate-% plan shard-%,$(MAKECMDGOALS)),)
 MODELS_ALL := $(call safe_model_files)
 VALIDATE_MODELS := $(VALIDATE_MODELS)
 $(foreach m,$(VALIDATE_MODELS),$(if $(wildcard configs/models/$(m).yaml),,\
@@ -192,8 +195,12 @@ plan: $(VALIDATE_MODELS:%=$(BUILD)/%/plan.mk)
 
 # A failing threshold is a result, not a build error: every report is made,
 # then validate exits 1 if any verdict is FAIL.
+ifeq ($(LAUNCHER),slurm)
+validate: $(VALIDATE_MODELS:%=launch-slurm-%)   # mk/scale-out.mk
+else
 validate: $(VALIDATE_MODELS:%=validate-%)
 	@rc=0; for m in $(VALIDATE_MODELS); do $(PARITY_BIN)/report --verdict reports/$$m/results.json >/dev/null || rc=1; done; exit $$rc
+endif
 
 FORCE:
 .PHONY: FORCE plan
