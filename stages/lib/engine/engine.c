@@ -240,9 +240,13 @@ static graph_t *unpack_graph(const Parity__Engine *eng, const char *path, perr_t
         val->offset = ev->offset;
     }
     g->inputs = xcalloc(eng->n_input + 1, sizeof(int));
+    size_t n_formal = eng->has_n_formal_inputs && eng->n_formal_inputs >= 0 ? (size_t)eng->n_formal_inputs : eng->n_input;
     for (size_t i = 0; i < eng->n_input; i++) {
         int v = graph_value(g, eng->input[i]);
-        if (g->vals[v].kind != VAL_ACTIVATION) { BAD(e, "%s: input '%s' is a constant or listed twice", path, eng->input[i]); goto fail_g; }
+        /* a subgraph's captured outer values (the inputs past the formal
+         * ones) may be constants the subgraph's folding also saw */
+        int ok = g->vals[v].kind == VAL_ACTIVATION || (i >= n_formal && g->vals[v].kind == VAL_CONST);
+        if (!ok) { BAD(e, "%s: input '%s' is a constant or listed twice", path, eng->input[i]); goto fail_g; }
         g->vals[v].kind = VAL_INPUT;
         g->inputs[g->n_inputs++] = v;
     }
