@@ -155,6 +155,9 @@ static int check_names(const Parity__Engine *eng, const char *path, perr_t *e)
         size_t named = 0;   /* a node that writes nothing is damage: kernels write their outputs */
         for (size_t k = 0; k < n->n_output; k++) named += n->output[k] && n->output[k][0];
         if (!named) return BAD(e, "%s: node '%s' (%s) has no outputs", path, n->name, n->op_type);
+        int rnn = !strcmp(n->op_type, "RNN") || !strcmp(n->op_type, "GRU") || !strcmp(n->op_type, "LSTM");
+        if ((!n->output[0] || !n->output[0][0]) && !rnn)   /* output 0 is what every kernel writes */
+            return BAD(e, "%s: node '%s' (%s): its first output has no name", path, n->name, n->op_type);
         for (size_t k = 0; k < n->n_attribute; k++)
             if (!n->attribute[k]->name) return BAD(e, "%s: node '%s': attribute %zu has no name", path, n->name, k);
         for (size_t k = 0; k < n->n_subgraph; k++) {

@@ -294,6 +294,10 @@ static int load_nodes(load_ctx_t *L, Onnx__NodeProto *const *nodes, size_t n_nod
         size_t named = 0;
         for (size_t k = 0; k < np->n_output; k++) named += np->output[k][0] != 0;
         if (!named) return BAD(L->e, "%s: node %zu (%s) has no outputs", L->path, i, np->op_type);
+        /* output 0 is what every kernel writes; only the recurrent ops may omit it (Y) */
+        int rnn = !strcmp(np->op_type, "RNN") || !strcmp(np->op_type, "GRU") || !strcmp(np->op_type, "LSTM");
+        if (!np->output[0][0] && !rnn)
+            return BAD(L->e, "%s: node %zu (%s): its first output has no name", L->path, i, np->op_type);
         const char *name = np->name && np->name[0] ? np->name : NULL;
         if (!name) {
             snprintf(nbuf, sizeof nbuf, "%s_%d", np->op_type, L->anon++);
