@@ -41,6 +41,9 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import results  # noqa: E402
+
 root = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 bindir = os.environ.get("PARITY_BIN") or os.path.join(root, "build", "bin")
 ort_py = os.environ.get("BENCH_ORT") == "python"
@@ -211,19 +214,7 @@ def main():
                 "" if ort_py else " (onnxruntime-node) on Node.js " + ver["node"], "Python" if ort_py else "Node.js",
                 base_rss))
     md = "\n".join(table) + "\n\n" + notes + "\n"
-    os.makedirs(outdir, exist_ok=True)
-    path = os.path.join(outdir, "results.json")
-    try:
-        allres = json.load(open(path))
-        if not isinstance(allres, dict):
-            allres = {}
-    except (OSError, ValueError):
-        allres = {}
-    allres["infer_vs_ort"] = result
-    for f, text in ((path, json.dumps(allres, indent=1) + "\n"), (os.path.join(outdir, "infer_vs_ort.md"), md)):
-        with open(f + ".tmp", "w") as fh:
-            fh.write(text)
-        os.replace(f + ".tmp", f)
+    results.save(outdir, "infer_vs_ort", result, md)
     shutil.rmtree(tmp, ignore_errors=True)
     print(md, end="")
 

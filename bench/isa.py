@@ -28,6 +28,9 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import results  # noqa: E402
+
 root = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 bindir = os.environ.get("PARITY_BIN") or os.path.join(root, "build", "bin")
 runs = int(os.environ.get("BENCH_RUNS", "10"))
@@ -101,19 +104,7 @@ def main():
     md = "\n".join(table) + "\n\nOne thread; minimum latency over %d alternating rounds of %d runs (generic: %d), " \
         "load average at the end %.1f. blas = --kernels blas at %s (OpenBLAS: not the same bits on every CPU).\n" % (
             repeat, runs, generic_runs, load[0], lvs[0])
-    os.makedirs(outdir, exist_ok=True)
-    path = os.path.join(outdir, "results.json")
-    try:
-        allres = json.load(open(path))
-        if not isinstance(allres, dict):
-            allres = {}
-    except (OSError, ValueError):
-        allres = {}
-    allres["isa"] = result
-    for f, text in ((path, json.dumps(allres, indent=1) + "\n"), (os.path.join(outdir, "isa.md"), md)):
-        with open(f + ".tmp", "w") as fh:
-            fh.write(text)
-        os.replace(f + ".tmp", f)
+    results.save(outdir, "isa", result, md)
     shutil.rmtree(tmp, ignore_errors=True)
     print(md, end="")
 
