@@ -68,10 +68,10 @@ ok $(grep -q 'nothing changed' "$tmp/again.log" && ! grep -q 'INFER\|MERGE' "$tm
 # 5. a missing shard: named, never merged; running it alone completes the merge
 make -s shard-missing-$M MODEL=$M SHARDS=3 > "$tmp/miss0" 2>&1
 ok $([ ! -s "$tmp/miss0" ]; echo $?) "shard-missing lists nothing when every shard is done"
-sed 's/^/#   listed: /' "$tmp/miss0"
+sed 's/^/#   listed: /' "$tmp/miss0" >&2
 if [ -s "$tmp/miss0" ]; then   # why make thinks so
     i=$(head -1 "$tmp/miss0")
-    make -q -d SHARDS=3 $D/shards/3/$i/cells/rtdetr-official__fp32/out.done 2>&1 | grep -E 'Must remake|newer than|does not exist' | head -8 | sed 's/^/#   /'
+    make -q -d SHARDS=3 $D/shards/3/$i/cells/rtdetr-official__fp32/out.done 2>&1 | grep -E 'Must remake|newer than|does not exist' | head -8 | sed 's/^/#   /' >&2
 fi
 rm -rf $D/shards/3/1/cells/bgr__fp32
 touch $D/shards/3/1/pre/bgr.done    # and one made stale: its cells rerun
