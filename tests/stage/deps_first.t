@@ -9,6 +9,9 @@
 # packages missing prints one line with the apt-get command and fails,
 # running nothing else.
 cd "$(dirname "$0")/../.." || exit 2
+# the make examined here is a user's fresh one, not a child of `make test`
+# (whose MAKEFLAGS would pass SANITIZE=1 and the like down to it)
+unset MAKEFLAGS MFLAGS MAKELEVEL
 tmp=$(mktemp -d /tmp/parity-deps-first-XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 n=0

@@ -19,6 +19,11 @@ import subprocess
 import sys
 import tempfile
 
+# the makes run here are a user's fresh ones, not children of `make test`
+# (whose MAKEFLAGS would pass SANITIZE=1 and the like down to them)
+for _k in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL"):
+    os.environ.pop(_k, None)
+
 sys.path.insert(0, os.path.dirname(__file__))
 from tap import ok, done, bindir
 
