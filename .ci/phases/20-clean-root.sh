@@ -124,7 +124,7 @@ if [ -n "$t_apt" ] && [ -n "$t_npm" ] && [ -n "$t_cc" ] && [ -n "$t_prove" ]; th
     $((t_npm - t_apt)) $((t_cc - t_npm)) $((t_prove - t_cc)) $((t_end - t_prove))
 fi
 echo "clean-root: packages the dependency step installed inside the root:"
-grep -E '^deps: |^Setting up ' "$log" | sed 's/^/  /' | head -400
+grep -E '^deps: |^Setting up ' "$log" | sed 's/^/  /' | awk 'NR <= 400'   # awk reads to the end: head would SIGPIPE the pipeline (exit 141 under pipefail)
 tail -n 25 "$log"
 if [ $rc != 0 ]; then echo "clean-root: make test failed in the clean root (exit $rc); log: $log" >&2; exit $rc; fi
 grep -q '^deps: installing' "$log" || { echo "clean-root: the dependency step installed nothing: the root was not clean" >&2; exit 1; }
