@@ -99,7 +99,7 @@ rc=0
 in_root setpriv --reuid=1000 --regid=1000 --clear-groups /usr/bin/env HOME=/home/ci \
   sh -c 'cd /home/ci/parity && make' >"$root/tmp/user.out" 2>&1 || rc=$?
 cat "$root/tmp/user.out"
-built=$(cd "$root/home/ci/parity" && { find build -type f 2>/dev/null || true; } | head -5)
+built=$(cd "$root/home/ci/parity" && { find build -type f 2>/dev/null || true; } | awk 'NR <= 5')
 apt_lines=$(grep -c 'apt-get install -y' "$root/tmp/user.out" || true)
 if [ $rc = 0 ] || [ "$apt_lines" != 1 ] || [ -n "$built" ]; then
   echo "clean-root: as a normal user make should fail with one apt-get line and build nothing" \
