@@ -12,19 +12,7 @@ tmp=$(mktemp -d /tmp/parity-shard-XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 M=rtdetr-mini D=build/rtdetr-mini R=reports/rtdetr-mini
 mkdir -p build && exec 9>build/.$M.lock && flock 9   # tests/e2e/slurm.t uses the same folders
-# timings are the only fields allowed to differ: results.json's median_ms,
-# summary.md's last column (ms), junit.xml's time attributes
-mask() {
-    sed -E 's/"median_ms": [0-9.e+-]+/"median_ms": T/; s/time="[0-9.]+"/time="T"/g' "$1" |
-    sed -E '/^\|/s/\| [0-9.-]+ \|$/| T |/'
-}
-same_reports() {
-    local rc=0
-    for f in results.json summary.md junit.xml; do
-        cmp -s <(mask "$1/$f") <(mask "$2/$f") || { echo "# $f differs:"; diff <(mask "$1/$f") <(mask "$2/$f") | sed 's/^/# /' | head -20; rc=1; }
-    done
-    return $rc
-}
+. tests/e2e/same_reports.sh   # mask, same_reports
 
 # 1. the unsharded run: the reference
 rm -rf $D $R

@@ -82,17 +82,7 @@ for _ in $(seq 60); do sinfo -h -o %t 2>/dev/null | grep -q '^idle' && { up=1; b
 [ -n "$up" ] || skip "single-node Slurm did not come up: $(tail -2 "$tmp/slurmctld.log" "$tmp/slurmd.log" 2>/dev/null | tr '\n' ' ')"
 echo "# slurm up on $host:$port ($(sinfo -h -o '%P %c CPUs %t'))"
 
-mask() {
-    sed -E 's/"median_ms": [0-9.e+-]+/"median_ms": T/; s/time="[0-9.]+"/time="T"/g' "$1" |
-    sed -E '/^\|/s/\| [0-9.-]+ \|$/| T |/'
-}
-same_reports() {
-    local rc=0
-    for f in results.json summary.md junit.xml; do
-        cmp -s <(mask "$1/$f") <(mask "$2/$f") || { diff <(mask "$1/$f") <(mask "$2/$f") | sed 's/^/# /' | head -10; rc=1; }
-    done
-    return $rc
-}
+. tests/e2e/same_reports.sh   # mask, same_reports
 
 # 1. the local, unsharded run: the reference
 rm -rf $D $R
