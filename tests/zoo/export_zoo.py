@@ -28,26 +28,8 @@ os.makedirs(OUT, exist_ok=True)
 T0 = time.time()
 BUDGET = float(os.environ.get("ZOO_EXPORT_BUDGET", "420"))
 torch.manual_seed(0)
-
-def strip(src, dst):
-    m = onnx.load(src, load_external_data=True)
-    for init in m.graph.initializer:
-        arr = numpy_helper.to_array(init)
-        if arr.dtype.kind != "f" or arr.size <= 256:
-            continue
-        a = arr.astype(np.float64)
-        if not np.all(np.isfinite(a)) or len(np.unique(a.ravel()[:4096])) <= 2 and len(np.unique(a)) <= 2:
-            continue
-        stats = {"mean": a.mean(), "std": a.std(), "min": a.min(), "max": a.max()}
-        dims, dt, name = list(init.dims), init.data_type, init.name
-        init.Clear()
-        init.name, init.data_type = name, dt
-        init.dims.extend(dims)
-        init.data_location = onnx.TensorProto.EXTERNAL
-        for k, v in [("location", "zoo-generated")] + [(k, repr(float(v))) for k, v in stats.items()]:
-            e = init.external_data.add()
-            e.key, e.value = k, v
-    onnx.save(m, dst)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from strip_weights import strip
 
 def img(n=224, b=1):
     return torch.rand(b, 3, n, n)
