@@ -1,5 +1,5 @@
 /* fgemm.c — parity's own float32 GEMM (see fgemm.h): the driver. C is cut
- * into tasks of TILE_M x TILE_N (by shape only, so the bits never depend on
+ * into tasks of rows x TILE_N (by shape only, so the bits never depend on
  * --threads); each task packs a strip of 32 columns of B, KC steps of k at
  * a time, into a panel that stays in L1 while every 8-row block of its rows
  * goes past it; the instruction set's kernel (fgemm_impl.h: AVX-512,
@@ -14,6 +14,7 @@
  * Splitting k into blocks keeps every element one FMA chain in order: the
  * partial sums go to C as float32 and come back unchanged. */
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include "ops/fgemm.h"
 #include "ops/fgemm_impl.h"
@@ -22,15 +23,33 @@
 #include "util/pool.h"
 #include "util/err.h"
 
-/* A task is a tile of C this large: TILE_M rows of A stay in L2, a 32-wide
- * strip of B in L1 while the row panels go past it. */
-#define TILE_M 64
+/* A task is a tile of C, tile_m x TILE_N: the tile_m rows of A stay in L2
+ * while a 32-wide strip of B (packed, in L1) goes past them. Packing a
+ * strip costs about as much as one 8-row block of work, so a task takes as
+ * many rows as it can (up to TILE_M_MAX), fewer only where the shape would
+ * leave too few tasks for the pool (MIN_TASKS); where B is packed once for
+ * the whole product (small B, many rows) a task takes TILE_M_MIN rows. The
+ * choice depends on the shape only, never on --threads. */
+#define TILE_M_MIN 64
+#define TILE_M_MAX 256
 #define TILE_N 256
-/* Steps of k per packed panel: 256 x 32 floats = 32 KiB, in L1 (48 KiB here). */
+#define MIN_TASKS 16
+/* Steps of k per packed panel: 256 x 32 floats = 32 KiB. */
 #define KC FG_KC
+/* B packed whole, once per product, when it is at most this many floats
+ * (a MatMul's weights; a convolution's input never is). */
+#define PREPACK_MAX ((int64_t)1 << 20)
 
 /* Each thread's panel: KC steps of 32 floats, 64-byte aligned. */
 static _Thread_local float panel[KC * FG_NR] __attribute__((aligned(64)));
+
+/* Rows per task for an m x n product (see above). */
+static int64_t tile_rows(int64_t m, int64_t n)
+{
+    int64_t tiles_n = (n + TILE_N - 1) / TILE_N, rows = TILE_M_MAX;
+    while (rows > TILE_M_MIN && (m + rows - 1) / rows * tiles_n < MIN_TASKS) rows /= 2;
+    return rows;
+}
 
 int fgemm_available(void) { return kernels_mode() == KERNELS_OWN; }
 
@@ -91,29 +110,10 @@ void fgemm_ref(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, con
         }
 }
 
-/* A [m x k] (row stride lda) into panels of 8 rows: panel q holds
- * a[8q + r][p] at [q][p][r], rows past m zero. Written in order, read
- * from 8 rows at once. */
-static float *pack_a(int64_t m, int64_t k, const float *a, int64_t lda)
-{
-    int64_t panels = (m + 7) / 8;
-    float *pa = xmalloc((size_t)(panels * k * 8 > 0 ? panels * k * 8 : 1) * sizeof *pa);
-    for (int64_t q = 0; q < panels; q++) {
-        float *dst = pa + q * k * 8;
-        const float *rows[8];
-        int live = m - q * 8 < 8 ? (int)(m - q * 8) : 8;
-        for (int r = 0; r < live; r++) rows[r] = a + (q * 8 + r) * lda;
-        for (int64_t p = 0; p < k; p++, dst += 8) {
-            for (int r = 0; r < live; r++) dst[r] = rows[r][p];
-            for (int r = live; r < 8; r++) dst[r] = 0.0f;
-        }
-    }
-    return pa;
-}
-
 typedef struct fgemm_job {
-    int64_t m, n, k, lda, ldb, ldc, tiles_n;
+    int64_t m, n, k, lda, ldb, ldc, tiles_n, tile_m;
     const float *a, *b;
+    const float *bpack;   /* B packed whole (strip s at s * k * 32), or NULL: each task packs its strips */
     float *c;
     fgemm_epi_t e;
 } fgemm_job_t;
@@ -121,17 +121,19 @@ typedef struct fgemm_job {
 static void fgemm_tile(void *ctx, int64_t t)
 {
     const fgemm_job_t *j = ctx;
-    int64_t i0 = t / j->tiles_n * TILE_M, j0 = t % j->tiles_n * TILE_N;
-    int64_t i1 = i0 + TILE_M < j->m ? i0 + TILE_M : j->m, j1 = j0 + TILE_N < j->n ? j0 + TILE_N : j->n;
+    int64_t i0 = t / j->tiles_n * j->tile_m, j0 = t % j->tiles_n * TILE_N;
+    int64_t i1 = i0 + j->tile_m < j->m ? i0 + j->tile_m : j->m, j1 = j0 + TILE_N < j->n ? j0 + TILE_N : j->n;
     const fgemm_arch_t *ar = arch();
     for (int64_t col = j0; col < j1; col += 32) {
         int nr = j1 - col < 32 ? (int)(j1 - col) : 32;
         for (int64_t p0 = 0; p0 < j->k || p0 == 0; p0 += KC) {
             int64_t kc = j->k - p0 < KC ? j->k - p0 : KC;
-            ar->pack_b(j->b + p0 * j->ldb + col, j->ldb, kc, nr, panel);
+            const float *bp = panel;
+            if (j->bpack) bp = j->bpack + (col / 32 * j->k + p0) * 32;
+            else ar->pack_b(j->b + p0 * j->ldb + col, j->ldb, kc, nr, panel);
             for (int64_t row = i0; row < i1; row += 8) {
                 int mr = i1 - row < 8 ? (int)(i1 - row) : 8;
-                ar->tile(kc, j->a + row * j->lda + p0, j->lda, 0, mr, panel, nr, j->c + row * j->ldc + col, j->ldc,
+                ar->tile(kc, j->a + row * j->lda + p0, j->lda, 0, mr, bp, nr, j->c + row * j->ldc + col, j->ldc,
                             p0 == 0, p0 + KC >= j->k, j->e.bias ? j->e.bias + row : NULL,
                             j->e.col_bias ? j->e.col_bias + col : NULL, &j->e);
             }
@@ -143,13 +145,25 @@ void fgemm(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const f
            int64_t ldc, const fgemm_epi_t *epi)
 {
     if (m <= 0 || n <= 0) return;
-    fgemm_job_t j = {m, n, k, lda, ldb, ldc, (n + TILE_N - 1) / TILE_N, a, b, c, {0}};
+    int64_t strips = (n + 31) / 32;
+    fgemm_job_t j = {m, n, k, lda, ldb, ldc, (n + TILE_N - 1) / TILE_N, tile_rows(m, n), a, b, NULL, c, {0}};
     if (epi) j.e = *epi;
-    pool_for((m + TILE_M - 1) / TILE_M * j.tiles_n, fgemm_tile, &j);
+    void *raw = NULL;
+    if (m > TILE_M_MIN && k > 0 && strips * 32 * k <= PREPACK_MAX) {
+        /* every task would pack the same strips: pack them once (64-byte aligned) */
+        raw = xmalloc((size_t)(strips * 32 * k) * sizeof(float) + 63);
+        float *bpack = (float *)(((uintptr_t)raw + 63) & ~(uintptr_t)63);
+        for (int64_t s = 0; s < strips; s++)
+            arch()->pack_b(b + s * 32, ldb, k, n - s * 32 < 32 ? (int)(n - s * 32) : 32, bpack + s * k * 32);
+        j.bpack = bpack;
+        j.tile_m = TILE_M_MIN;
+    }
+    pool_for((m + j.tile_m - 1) / j.tile_m * j.tiles_n, fgemm_tile, &j);
+    free(raw);
 }
 
 typedef struct fconv_job {
-    int64_t m, n, tiles_n;
+    int64_t m, n, tiles_n, tile_m;
     const fconv_geom_t *g;
     const float *w, *x;
     float *y;
@@ -191,8 +205,8 @@ static void fconv_tile(void *ctx, int64_t t)
     int32_t base[32];
     for (int i = 0; i < g->kh; i++)
         for (int q = 0; q < g->kw; q++) tapoff[i * g->kw + q] = g->dh[i] * g->w + g->dw[q];
-    int64_t i0 = t / j->tiles_n * TILE_M, j0 = t % j->tiles_n * TILE_N;
-    int64_t i1 = i0 + TILE_M < j->m ? i0 + TILE_M : j->m, j1 = j0 + TILE_N < j->n ? j0 + TILE_N : j->n;
+    int64_t i0 = t / j->tiles_n * j->tile_m, j0 = t % j->tiles_n * TILE_N;
+    int64_t i1 = i0 + j->tile_m < j->m ? i0 + j->tile_m : j->m, j1 = j0 + TILE_N < j->n ? j0 + TILE_N : j->n;
     for (int64_t col = j0; col < j1; col += 32) {
         int nr = j1 - col < 32 ? (int)(j1 - col) : 32;
         strip_setup(g, col, nr, base, mk);
@@ -201,7 +215,7 @@ static void fconv_tile(void *ctx, int64_t t)
             ar->pack_taps(j->x, plane, taps, tapoff, mk, base, contiguous, p0, kc, panel);
             for (int64_t row = i0; row < i1; row += 8) {
                 int mr = i1 - row < 8 ? (int)(i1 - row) : 8;
-                ar->tile(kc, j->w + row * k + p0 * 8, 0, 1, mr, panel, nr, j->y + row * j->n + col, j->n, p0 == 0,
+                ar->tile(kc, j->w + row * k + p0, k, 0, mr, panel, nr, j->y + row * j->n + col, j->n, p0 == 0,
                          p0 + KC >= k, j->e.bias ? j->e.bias + row : NULL, NULL, &j->e);
             }
         }
@@ -214,11 +228,9 @@ int fconv_rows(int64_t m, const fconv_geom_t *g, const float *w, const float *x,
     if (g->sh < 1 || g->sw < 1 || g->h * g->w > INT32_MAX / 2) return -1;   /* gather offsets are int32 */
     int64_t n = g->oh * g->ow;
     if (m <= 0 || n <= 0) return 0;
-    float *pw = pack_a(m, g->cin * g->kh * g->kw, w, g->cin * g->kh * g->kw);
-    fconv_job_t j = {m, n, (n + TILE_N - 1) / TILE_N, g, pw, x, y, {0}};
+    fconv_job_t j = {m, n, (n + TILE_N - 1) / TILE_N, tile_rows(m, n), g, w, x, y, {0}};
     if (epi) j.e = *epi;
-    pool_for((m + TILE_M - 1) / TILE_M * j.tiles_n, fconv_tile, &j);
-    free(pw);
+    pool_for((m + j.tile_m - 1) / j.tile_m * j.tiles_n, fconv_tile, &j);
     return 0;
 }
 
