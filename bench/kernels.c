@@ -69,13 +69,16 @@ static void run_once(const shape_t *s, const float *w, const float *x, float *y)
     }
     int pad = s->k / 2;
     fconv_geom_t g = {s->cin, s->h, s->w, (s->h + 2 * pad - s->k) / s->s + 1, (s->w + 2 * pad - s->k) / s->s + 1,
-                      s->k, s->k, s->s, s->s, {0}, {0}};
+                      s->k, s->k, s->s, s->s, {0}, {0}, NULL};
     for (int i = 0; i < s->k; i++) g.dh[i] = g.dw[i] = i - pad;
     if (s->k == 1 && s->s == 1) {   /* a pointwise conv is a GEMM, as conv.c runs it */
         fgemm(s->cout, (int64_t)s->h * s->w, s->cin, w, s->cin, x, (int64_t)s->h * s->w, y, (int64_t)s->h * s->w, NULL);
         return;
     }
+    int64_t phase = fconv_phase_floats(&g);   /* as conv.c: strided convolutions on their stride phases */
+    g.phase = phase ? malloc((size_t)phase * sizeof(float)) : NULL;
     fconv_rows(s->cout, &g, w, x, y, NULL);
+    free(g.phase);
 }
 
 static void bench_shape(const shape_t *s, int reps)

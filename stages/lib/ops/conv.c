@@ -399,26 +399,31 @@ static void run_cols(dtype_t dt, const nn_geom_t *g, int64_t channels, int64_t r
 /* A 2-D convolution on the implicit-GEMM kernel: the kernel packs the
  * column matrix a strip at a time straight from the input planes (no
  * column buffer), with the same sums as the GEMM over im2col's columns.
- * 0 where it cannot, or where im2col + GEMM measured faster: an output
- * plane so small that packing the weights (which the kernel needs) costs
- * more than the column buffer saves, and strips that must be gathered
- * (strides, output rows narrower than the input's) for fewer than
- * GATHER_MIN_M output channels, too few to repay the gathers (RT-DETR's
- * 3-channel stem: 0.92 ms through im2col, 1.07 gathered). */
+ * Strided convolutions first split the input into its stride phases (in
+ * scratch), so their strips read consecutive elements too. 0 where it
+ * cannot, or where im2col + GEMM measured faster: an output plane so small
+ * that the strips are mostly edges, and strips that must be gathered
+ * (output rows narrower than the input's, no phase split) for fewer than
+ * GATHER_MIN_M output channels, too few to repay the gathers. */
 #define DIRECT_MIN_COLS 256
 #define GATHER_MIN_M 32
 
-static int conv_implicit(const nn_geom_t *g, const conv_plan_t *p, const float *w, const float *x, float *y,
-                         const fgemm_epi_t *epi)
+static int conv_implicit(op_ctx_t *c, const nn_geom_t *g, const conv_plan_t *p, const float *w, const float *x,
+                         float *y, const fgemm_epi_t *epi)
 {
     if (g->k[0] != 1 || g->in[0] != 1 || g->out[0] != 1 || g->k[1] > FCONV_MAX_K || g->k[2] > FCONV_MAX_K) return 0;
     if (g->out[1] * g->out[2] < DIRECT_MIN_COLS) return 0;
-    if (!rows_contiguous(g) && p->mg < GATHER_MIN_M) return 0;
     fconv_geom_t fg = {p->cg, g->in[1], g->in[2], g->out[1], g->out[2], (int)g->k[1], (int)g->k[2],
-                       (int)g->s[1], (int)g->s[2], {0}, {0}};
+                       (int)g->s[1], (int)g->s[2], {0}, {0}, NULL};
     for (int i = 0; i < fg.kh; i++) fg.dh[i] = i * g->d[1] - g->pb[1];
     for (int j = 0; j < fg.kw; j++) fg.dw[j] = j * g->d[2] - g->pb[2];
-    return fconv_rows(p->mg, &fg, w, x, y, epi) == 0;
+    int64_t phase = fconv_phase_floats(&fg);
+    if (!rows_contiguous(g) && !phase && p->mg < GATHER_MIN_M) return 0;
+    void *owned = NULL;
+    if (phase) fg.phase = nn_scratch(c, (size_t)phase * sizeof(float), &owned);
+    int rc = fconv_rows(p->mg, &fg, w, x, y, epi);
+    free(owned);
+    return rc == 0;
 }
 
 /* The GEMM paths, a band of rows at a time. Conv: im2col, then
@@ -449,7 +454,7 @@ static int conv_bands(op_ctx_t *c, const conv_plan_t *p, int transposed)
             const char *wg = w + gi * p->mg * p->cg * p->kvol * es;
             char *yg = y + (n * p->m + gi * p->mg) * p->osz * es;
             epi.bias = bt ? (const float *)bt->data + gi * p->mg : NULL;
-            if (own && !pointwise && conv_implicit(&p->g, p, (const float *)wg, (const float *)xg, (float *)yg, &epi))
+            if (own && !pointwise && conv_implicit(c, &p->g, p, (const float *)wg, (const float *)xg, (float *)yg, &epi))
                 continue;
             if (pointwise && own) {
                 fgemm(p->mg, p->osz, ck, (const float *)wg, ck, (const float *)xg, p->isz, (float *)yg, p->osz, &epi);

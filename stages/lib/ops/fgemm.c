@@ -162,10 +162,12 @@ void fgemm(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const f
     free(raw);
 }
 
+struct tap_layout;
 typedef struct fconv_job {
     int64_t m, n, tiles_n, tile_m;
     const fconv_geom_t *g;
-    const float *w, *x;
+    const struct tap_layout *tl;
+    const float *w;
     float *y;
     fgemm_epi_t e;
 } fconv_job_t;
@@ -193,26 +195,36 @@ static void strip_setup(const fconv_geom_t *g, int64_t j0, int nr, int32_t *base
         for (int j = 0; j < g->kw; j++) mk[i * g->kw + j] = rows[i] & cols[j];
 }
 
+/* Where a tap of the convolution reads, for the whole job: each tap's
+ * offset from a lane's base, the distance between input channels, and
+ * whether a strip's lanes read consecutive elements. */
+typedef struct tap_layout {
+    const float *x;      /* the input planes, or their stride phases */
+    int64_t plane;       /* floats per input channel in x */
+    int64_t tapoff[FCONV_MAX_K * FCONV_MAX_K];
+    int contiguous;
+} tap_layout_t;
+
 static void fconv_tile(void *ctx, int64_t t)
 {
     const fconv_job_t *j = ctx;
     const fconv_geom_t *g = j->g;
+    const tap_layout_t *tl = j->tl;
     int taps = g->kh * g->kw;
-    int contiguous = g->sh == 1 && g->sw == 1 && g->ow == g->w;
-    int64_t k = g->cin * taps, plane = g->h * g->w, tapoff[FCONV_MAX_K * FCONV_MAX_K];
+    int64_t k = g->cin * taps;
     uint32_t mk[FCONV_MAX_K * FCONV_MAX_K];
     const fgemm_arch_t *ar = arch();
     int32_t base[32];
-    for (int i = 0; i < g->kh; i++)
-        for (int q = 0; q < g->kw; q++) tapoff[i * g->kw + q] = g->dh[i] * g->w + g->dw[q];
     int64_t i0 = t / j->tiles_n * j->tile_m, j0 = t % j->tiles_n * TILE_N;
     int64_t i1 = i0 + j->tile_m < j->m ? i0 + j->tile_m : j->m, j1 = j0 + TILE_N < j->n ? j0 + TILE_N : j->n;
     for (int64_t col = j0; col < j1; col += 32) {
         int nr = j1 - col < 32 ? (int)(j1 - col) : 32;
         strip_setup(g, col, nr, base, mk);
+        if (g->phase)   /* phase planes are ow wide: a lane's offset is its output index */
+            for (int l = 0; l < nr; l++) base[l] = (int32_t)(col + l);
         for (int64_t p0 = 0; p0 < k || p0 == 0; p0 += KC) {
             int64_t kc = k - p0 < KC ? k - p0 : KC;
-            ar->pack_taps(j->x, plane, taps, tapoff, mk, base, contiguous, p0, kc, panel);
+            ar->pack_taps(tl->x, tl->plane, taps, tl->tapoff, mk, base, tl->contiguous, p0, kc, panel);
             for (int64_t row = i0; row < i1; row += 8) {
                 int mr = i1 - row < 8 ? (int)(i1 - row) : 8;
                 ar->tile(kc, j->w + row * k + p0, k, 0, mr, panel, nr, j->y + row * j->n + col, j->n, p0 == 0,
@@ -222,13 +234,82 @@ static void fconv_tile(void *ctx, int64_t t)
     }
 }
 
+/* Stride phases: for strides (sh, sw), input plane ch becomes sh * sw
+ * planes of ceil(h/sh) x ceil(w/sw), phase (py, px) holding x[py + sh*i][px +
+ * sw*j] (zero past the input). Tap (a, b) of output (r, o) then reads phase
+ * (dh mod sh, dw mod sw) at (r + floor(dh/sh), o + floor(dw/sw)): when the
+ * phases are ow wide, a strip reads consecutive elements, as a stride-1
+ * convolution does, instead of gathering. Only the layout changes: the
+ * products and their order are the same. */
+static int64_t phase_rows(const fconv_geom_t *g) { return (g->h + g->sh - 1) / g->sh; }
+static int64_t phase_cols(const fconv_geom_t *g) { return (g->w + g->sw - 1) / g->sw; }
+
+int64_t fconv_phase_floats(const fconv_geom_t *g)
+{
+    if ((g->sh == 1 && g->sw == 1) || phase_cols(g) != g->ow) return 0;
+    return g->cin * g->sh * g->sw * phase_rows(g) * phase_cols(g);
+}
+
+typedef struct phase_job {
+    const fconv_geom_t *g;
+    const float *x;
+} phase_job_t;
+
+static void phase_fill(void *ctx, int64_t ch)
+{
+    const phase_job_t *j = ctx;
+    const fconv_geom_t *g = j->g;
+    int64_t ph = phase_rows(g), pw = phase_cols(g);
+    const float *xc = j->x + ch * g->h * g->w;
+    float *dst = g->phase + ch * g->sh * g->sw * ph * pw;
+    for (int py = 0; py < g->sh; py++)
+        for (int px = 0; px < g->sw; px++)
+            for (int64_t i = 0; i < ph; i++, dst += pw) {
+                int64_t row = py + (int64_t)g->sh * i;
+                int64_t n = row < g->h && px < g->w ? (g->w - px + g->sw - 1) / g->sw : 0;
+                const float *src = xc + row * g->w + px;
+                if (g->sw == 2) arch()->gather_even(dst, src, n);
+                else
+                    for (int64_t q = 0; q < n; q++) dst[q] = src[q * g->sw];
+                for (int64_t q = n; q < pw; q++) dst[q] = 0.0f;
+            }
+}
+
+/* The taps' offsets: into the input planes, or (g->phase) into the phases. */
+static void tap_layout_setup(const fconv_geom_t *g, const float *x, tap_layout_t *tl)
+{
+    tl->x = x;
+    tl->plane = g->h * g->w;
+    tl->contiguous = g->sh == 1 && g->sw == 1 && g->ow == g->w;
+    for (int i = 0; i < g->kh; i++)
+        for (int q = 0; q < g->kw; q++) tl->tapoff[i * g->kw + q] = g->dh[i] * g->w + g->dw[q];
+    if (!g->phase) return;
+    int64_t ph = phase_rows(g), pw = phase_cols(g);
+    tl->x = g->phase;
+    tl->plane = g->sh * g->sw * ph * pw;
+    tl->contiguous = 1;
+    for (int i = 0; i < g->kh; i++)
+        for (int q = 0; q < g->kw; q++) {
+            int64_t py = ((g->dh[i] % g->sh) + g->sh) % g->sh, px = ((g->dw[q] % g->sw) + g->sw) % g->sw;
+            int64_t fr = (g->dh[i] - py) / g->sh, fc = (g->dw[q] - px) / g->sw;
+            tl->tapoff[i * g->kw + q] = (py * g->sw + px) * ph * pw + fr * pw + fc;
+        }
+}
+
 int fconv_rows(int64_t m, const fconv_geom_t *g, const float *w, const float *x, float *y, const fgemm_epi_t *epi)
 {
     if (g->kh < 1 || g->kw < 1 || g->kh > FCONV_MAX_K || g->kw > FCONV_MAX_K) return -1;
     if (g->sh < 1 || g->sw < 1 || g->h * g->w > INT32_MAX / 2) return -1;   /* gather offsets are int32 */
+    if (g->phase && !fconv_phase_floats(g)) return -1;
     int64_t n = g->oh * g->ow;
     if (m <= 0 || n <= 0) return 0;
-    fconv_job_t j = {m, n, (n + TILE_N - 1) / TILE_N, tile_rows(m, n), g, w, x, y, {0}};
+    if (g->phase) {
+        phase_job_t pj = {g, x};
+        pool_for(g->cin, phase_fill, &pj);
+    }
+    tap_layout_t tl;
+    tap_layout_setup(g, x, &tl);
+    fconv_job_t j = {m, n, (n + TILE_N - 1) / TILE_N, tile_rows(m, n), g, &tl, w, y, {0}};
     if (epi) j.e = *epi;
     pool_for((m + j.tile_m - 1) / j.tile_m * j.tiles_n, fconv_tile, &j);
     return 0;

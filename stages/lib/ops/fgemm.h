@@ -50,7 +50,12 @@ typedef struct fconv_geom {
     int64_t cin, h, w, oh, ow;
     int kh, kw, sh, sw;
     int64_t dh[FCONV_MAX_K], dw[FCONV_MAX_K];   /* input offset of each kernel row / column */
+    float *phase;   /* strided: a buffer of fconv_phase_floats(g) floats for the stride phases, or NULL */
 } fconv_geom_t;
+/* Floats of the stride-phase buffer a strided convolution may take (its
+ * strips then read consecutive elements instead of gathering), or 0 where
+ * it cannot (stride 1, or phase rows not ow wide). */
+int64_t fconv_phase_floats(const fconv_geom_t *g);
 int fconv_rows(int64_t m, const fconv_geom_t *g, const float *w, const float *x, float *y, const fgemm_epi_t *epi);
 
 /* dst[i] = src[2i] for i < n (im2col's rows for stride 2). */
