@@ -3,9 +3,11 @@
 CPU), measured in one run on the same machine (the work of infer_vs_ort.sh).
 
 For every bundled model (the seed reproducers of `make models`, the
-RT-DETR-tiny fixture and the trained RT-DETR of models/rtdetr, each at opset
-16 and 17) and each thread count (2 and 1 by default): parity's engine is built once (untimed), then one untimed warm-up
-invocation of each engine, then R rounds (BENCH_REPEAT, default 3) that each
+RT-DETR-tiny fixture, the trained RT-DETR of models/rtdetr and the full-size
+RT-DETR R18-vd at 640x640 of bench/models, each at opset 16 and 17) and each
+thread count (2 and 1 by default): parity's engine is built once (untimed),
+then one untimed warm-up invocation of each engine, then R rounds
+(BENCH_REPEAT, default 3) that each
 run `infer --runs N --stats` and the onnxruntime backend with `--runs N
 --stats`, alternating, each under /usr/bin/time -v, so that a burst of load
 from elsewhere hits both. Reported per model: the median latency of each
@@ -20,13 +22,24 @@ The trained RT-DETR ("rtdetr" in issue 9's speed goal: 320x320, inputs images
 and orig_target_sizes) runs on a real validation image: the first image of
 shapes-val (gen-shapes, seed 2024) through the official preprocessing
 (configs/preprocess/rtdetr-official.yaml at 320x320), made in the temporary
-folder by parity's own gen-shapes and preprocess.
+folder by parity's own gen-shapes and preprocess. The full-size RT-DETR
+(rtdetr_r18vd_640_op16/op17, issue 19: transformers' RT-DETR with
+PekingU/rtdetr_r18vd's configuration, weights filled deterministically,
+bench/fullsize.py) runs on the same image preprocessed at 640x640; its model
+is made once into build/bench/models/.
+
+Runs per process: each model has its own default (20; 5 for the full-size
+RT-DETR, about 1 s an inference on one thread). BENCH_RUNS overrides it:
+"10" for every model, "rtdetr_r18vd_640_op17=3" for one, both mixed
+("10 rtdetr_r18vd_640_op17=3").
 
 Results: build/bench/results.json (section "infer_vs_ort") and a Markdown
 table on stdout and in build/bench/infer_vs_ort.md.
 
-Environment: PARITY_BIN (stages; default build/bin), BENCH_RUNS (default 20),
-BENCH_REPEAT (default 3), BENCH_THREADS (default "2 1"), BENCH_MODELS (names to
+Environment: PARITY_BIN (stages; default build/bin), BENCH_RUNS (above),
+BENCH_ISA (avx512, avx2 or generic: parity's `infer --isa`, ONNX Runtime
+unchanged; results under the key infer_vs_ort_ISA and in
+build/bench/infer_vs_ort_ISA.md), BENCH_REPEAT (default 3), BENCH_THREADS (default "2 1"), BENCH_MODELS (names to
 keep, default all), BENCH_ORT=python (time ONNX Runtime through Python's
 onnxruntime with bench/ort_time.py, same settings, on a host without Node.js),
 BENCH_TASKSET (a CPU list, e.g. 0,1: pin both engines to those cores).
@@ -43,6 +56,7 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import results  # noqa: E402
+from fullsize import fullsize_model, shapes_input  # noqa: E402
 
 root = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 bindir = os.environ.get("PARITY_BIN") or os.path.join(root, "build", "bin")
@@ -50,21 +64,26 @@ ort_py = os.environ.get("BENCH_ORT") == "python"
 ort = [sys.executable, os.path.join(root, "bench", "ort_time.py")] if ort_py else \
     [os.path.join(root, "pipeline", "backends", "onnxruntime")]
 pin = ["taskset", "-c", os.environ["BENCH_TASKSET"]] if os.environ.get("BENCH_TASKSET") else []
-runs = int(os.environ.get("BENCH_RUNS", "20"))
+isa = os.environ.get("BENCH_ISA") or None
 repeat = int(os.environ.get("BENCH_REPEAT", "3"))
 threads_list = [int(t) for t in os.environ.get("BENCH_THREADS", "2 1").split()]
 outdir = os.path.join(root, "build", "bench")
 
-MODELS = [  # (name, model, input tensor set)
-    ("convclip", "build/models/convclip/convclip.onnx", "build/models/convclip/input"),
-    ("nafnet_ln_op16", "build/models/nafnet_ln/nafnet_ln_op16.onnx", "build/models/nafnet_ln/input"),
-    ("nafnet_ln_op17", "build/models/nafnet_ln/nafnet_ln_op17.onnx", "build/models/nafnet_ln/input"),
-    ("mixed_cast_fp32", "build/models/mixed_cast/mixed_cast_fp32.onnx", "build/models/mixed_cast/input"),
-    ("unet_attn", "build/models/unet_attn/unet_attn.onnx", "build/models/unet_attn/input"),
-    ("rtdetr_tiny_op16", "tests/fixtures/rtdetr-tiny/rtdetr_tiny_op16.onnx", "tests/fixtures/rtdetr-tiny/input"),
-    ("rtdetr_tiny_op17", "tests/fixtures/rtdetr-tiny/rtdetr_tiny_op17.onnx", "tests/fixtures/rtdetr-tiny/input"),
-    ("rtdetr_shapes_op16", "models/rtdetr/rtdetr_shapes_op16.onnx", None),
-    ("rtdetr_shapes_op17", "models/rtdetr/rtdetr_shapes_op17.onnx", None),
+# (name, model, input, runs per process). model None: the full-size model
+# made from bench/models/NAME.onnx.xz; input a number: the shapes-val image
+# preprocessed at that size.
+MODELS = [
+    ("convclip", "build/models/convclip/convclip.onnx", "build/models/convclip/input", 20),
+    ("nafnet_ln_op16", "build/models/nafnet_ln/nafnet_ln_op16.onnx", "build/models/nafnet_ln/input", 20),
+    ("nafnet_ln_op17", "build/models/nafnet_ln/nafnet_ln_op17.onnx", "build/models/nafnet_ln/input", 20),
+    ("mixed_cast_fp32", "build/models/mixed_cast/mixed_cast_fp32.onnx", "build/models/mixed_cast/input", 20),
+    ("unet_attn", "build/models/unet_attn/unet_attn.onnx", "build/models/unet_attn/input", 20),
+    ("rtdetr_tiny_op16", "tests/fixtures/rtdetr-tiny/rtdetr_tiny_op16.onnx", "tests/fixtures/rtdetr-tiny/input", 20),
+    ("rtdetr_tiny_op17", "tests/fixtures/rtdetr-tiny/rtdetr_tiny_op17.onnx", "tests/fixtures/rtdetr-tiny/input", 20),
+    ("rtdetr_shapes_op16", "models/rtdetr/rtdetr_shapes_op16.onnx", 320, 20),
+    ("rtdetr_shapes_op17", "models/rtdetr/rtdetr_shapes_op17.onnx", 320, 20),
+    ("rtdetr_r18vd_640_op16", None, 640, 5),
+    ("rtdetr_r18vd_640_op17", None, 640, 5),
 ]
 
 
@@ -94,19 +113,19 @@ def timed(cmd, tmp):
     return int(m.group(1)) / 1024.0
 
 
-def shapes_input(tmp):
-    """The trained RT-DETR's input (input None in MODELS): shapes-val image 1
-    through the official preprocessing, made once per run in tmp."""
-    pre = os.path.join(tmp, "shapes-pre")
-    if not os.path.isdir(pre):
-        val = os.path.join(tmp, "shapes-val")
-        for cmd in (["gen-shapes", "--split", "val", "--seed", "2024", "--count", "1", "-o", val],
-                    ["preprocess", "--config", os.path.join(root, "configs", "preprocess", "rtdetr-official.yaml"),
-                     "--set", "resize.size=320x320", "-o", pre, os.path.join(val, "images", "0000001.png")]):
-            p = subprocess.run([os.path.join(bindir, cmd[0])] + cmd[1:], capture_output=True, text=True)
-            if p.returncode:
-                fail("%s (input of the trained RT-DETR): %s" % (cmd[0], p.stderr.strip()))
-    return os.path.join(pre, "0000001")
+def runs_for(name, default):
+    """The runs per process for a model: BENCH_RUNS's NAME=N, else its plain
+    N, else the model's own default."""
+    plain = None
+    for word in os.environ.get("BENCH_RUNS", "").split():
+        key, eq, val = word.rpartition("=")
+        if not re.fullmatch(r"[1-9][0-9]{0,5}", val) or (eq and not key):
+            fail("BENCH_RUNS: '%s' is neither N nor NAME=N (N a positive integer)" % word)
+        if not eq:
+            plain = int(val)
+        elif key == name:
+            return int(val)
+    return plain or default
 
 
 def median_of(stats):
@@ -146,6 +165,8 @@ def main():
     for exe in ("build-engine", "infer", "gen-shapes", "preprocess"):
         if not os.access(os.path.join(bindir, exe), os.X_OK):
             fail("%s/%s is not built (run make)" % (bindir, exe))
+    if isa not in (None, "avx512", "avx2", "generic"):
+        fail("BENCH_ISA must be avx512, avx2 or generic, got '%s'" % isa)
     keep = set(os.environ.get("BENCH_MODELS", "").split())
     tmp = tempfile.mkdtemp(prefix="parity-bench-")
     load0 = os.getloadavg()
@@ -153,11 +174,15 @@ def main():
     base_rss = timed([sys.executable, "-c", "import onnxruntime"] if ort_py else
                      ["node", "-e", "require(%r)" % os.path.join(root, "node_modules", "onnxruntime-node")], tmp)
     rows = []
-    for name, model, inp in MODELS:
+    unknown = keep - {m[0] for m in MODELS}
+    if unknown:
+        fail("BENCH_MODELS: no model named %s" % ", ".join(sorted(unknown)))
+    for name, model, inp, runs in MODELS:
         if keep and name not in keep:
             continue
-        model = os.path.join(root, model)
-        inp = os.path.join(root, inp) if inp else shapes_input(tmp)
+        runs = runs_for(name, runs)
+        model = os.path.join(root, model) if model else fullsize_model(name)
+        inp = shapes_input(tmp, bindir, inp) if isinstance(inp, int) else os.path.join(root, inp)
         if not os.path.exists(model):
             fail("%s missing (run make models)" % model)
         engine = os.path.join(tmp, name + ".engine")
@@ -168,7 +193,7 @@ def main():
         for th in threads_list:
             ps, os_ = os.path.join(tmp, "p.json"), os.path.join(tmp, "o.json")
             pcmd = [os.path.join(bindir, "infer"), engine, "-i", inp, "-o", os.path.join(tmp, "pout"),
-                    "--threads", str(th), "--stats", ps]
+                    "--threads", str(th), "--stats", ps] + (["--isa", isa] if isa else [])
             ocmd = ort + ["run", "--model", model, "--input", inp, "--output", os.path.join(tmp, "oout"),
                     "--threads", str(th), "--stats", os_]
             timed(pcmd + ["--runs", "1"], tmp)              # warm-up: file cache, lazy loading
@@ -180,7 +205,7 @@ def main():
                 orss = max(orss, timed(ocmd + ["--runs", str(runs)], tmp))
                 om.append(median_of(os_))
             p_med, o_med = statistics.median(m for m, _ in pm), statistics.median(m for m, _ in om)
-            rows.append({"model": name, "threads": th, "runs": runs, "rounds": repeat,
+            rows.append({"model": name, "threads": th, "runs": runs, "rounds": repeat, "parity_isa": isa or "best",
                          "parity": {"median_ms": p_med, "min_ms": min(m for _, m in pm),
                                     "round_medians_ms": [m for m, _ in pm], "peak_rss_mib": round(prss, 1)},
                          "onnxruntime": {"median_ms": o_med, "min_ms": min(m for _, m in om),
@@ -195,26 +220,26 @@ def main():
                "load_average_at_start": [round(x, 2) for x in load0],
                "load_average_at_end": [round(x, 2) for x in os.getloadavg()]}
     result = {"benchmark": "parity FP32 infer vs ONNX Runtime (onnxruntime-node, CPU)", "machine": machine,
-              "versions": ver, "runs": runs, "rounds": repeat, "node_onnxruntime_bare_rss_mib": round(base_rss, 1), "results": rows}
-    table = ["| model | threads | parity median (ms) | ONNX Runtime median (ms) | ratio parity/ORT | "
-             "parity peak RSS (MiB) | ORT peak RSS (MiB) |", "|---|---:|---:|---:|---:|---:|---:|"]
+              "versions": ver, "parity_isa": isa or "the CPU's best", "rounds": repeat, "node_onnxruntime_bare_rss_mib": round(base_rss, 1), "results": rows}
+    table = ["| model | threads | runs | parity median (ms) | ONNX Runtime median (ms) | ratio parity/ORT | "
+             "parity peak RSS (MiB) | ORT peak RSS (MiB) |", "|---|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
-        table.append("| %s | %d | %.2f | %.2f | %.2f | %.1f | %.1f |" % (
-            r["model"], r["threads"], r["parity"]["median_ms"], r["onnxruntime"]["median_ms"], r["ratio"],
+        table.append("| %s | %d | %d | %.2f | %.2f | %.2f | %.1f | %.1f |" % (
+            r["model"], r["threads"], r["runs"], r["parity"]["median_ms"], r["onnxruntime"]["median_ms"], r["ratio"],
             r["parity"]["peak_rss_mib"], r["onnxruntime"]["peak_rss_mib"]))
-    notes = ("Latency: median over %d alternating rounds of the median of %d runs in one process (load and "
+    notes = ("Latency: median over %d alternating rounds of the median of the runs in one process (load and "
              "session creation untimed), after one untimed warm-up invocation; same thread count for both; ratio "
-             "below 1 means parity is faster. %s, %d CPUs%s, load average %s at the start and %s at the end; "
-             "ONNX Runtime %s%s. ORT's peak RSS includes the %s runtime and the library: %.1f MiB with no "
-             "session loaded."
-             % (repeat, runs, machine["cpu"], machine["cpus"],
+             "below 1 means parity is faster. parity's kernels at %s. %s, %d CPUs%s, load average %s at the start "
+             "and %s at the end; ONNX Runtime %s%s. ORT's peak RSS includes the %s runtime and the library: %.1f "
+             "MiB with no session loaded."
+             % (repeat, "--isa " + isa if isa else "the CPU's best instruction set", machine["cpu"], machine["cpus"],
                 " (both pinned to CPUs %s)" % machine["pinned_to"] if machine["pinned_to"] else "",
                 " / ".join("%.1f" % x for x in load0),
                 " / ".join("%.1f" % x for x in machine["load_average_at_end"]), ver["onnxruntime"],
                 "" if ort_py else " (onnxruntime-node) on Node.js " + ver["node"], "Python" if ort_py else "Node.js",
                 base_rss))
     md = "\n".join(table) + "\n\n" + notes + "\n"
-    results.save(outdir, "infer_vs_ort", result, md)
+    results.save(outdir, "infer_vs_ort" + ("_" + isa if isa else ""), result, md)
     shutil.rmtree(tmp, ignore_errors=True)
     print(md, end="")
 

@@ -5,11 +5,12 @@
 // onnxruntime is the executable that starts it.
 //
 //   onnxruntime run --model MODEL.onnx --input IN --output OUT
-//                   [--threads N] [--runs N] [--stats FILE]
+//                   [--threads N] [--runs N] [--stats FILE] [--profile FILE]
 //                   [--input-shape NAME=DIMS]... [--precision fp32]
 'use strict';
 
 const fs = require('fs');
+const os = require('os');
 const path = require('path');
 const npy = require('./lib/npy.js');
 const { BadInput } = npy;
@@ -21,6 +22,8 @@ const USAGE = `usage: onnxruntime run --model MODEL.onnx --input IN --output OUT
   --threads N              intra-op threads (default 1); inter-op threads are 1
   --runs N                 run each sample N times; latency is their median (default 1)
   --stats FILE             latency statistics (JSON, the keys parity's infer writes)
+  --profile FILE           ONNX Runtime's own per-node trace (Chrome trace JSON); with more than
+                           one run in all, the process's first run (the warm-up) is left out
   --input-shape NAME=DIMS  checked against the input tensors (ONNX Runtime takes shapes from them)
   --precision fp32         the only precision this backend runs (the model's own types)
   --optimization LEVEL     ONNX Runtime graph optimisation: disabled, basic, extended or all
@@ -40,7 +43,7 @@ function positiveInt(v, opt) {
 }
 
 function parseArgs(argv) {
-  const o = { threads: 1, runs: 1, shapes: [], precision: 'fp32', optimization: null };
+  const o = { threads: 1, runs: 1, shapes: [], precision: 'fp32', optimization: null, profile: null };
   if (argv[0] === '-h' || argv[0] === '--help') { process.stdout.write(USAGE); process.exit(0); }
   if (argv[0] === '-V' || argv[0] === '--version') {
     process.stdout.write(`onnxruntime (parity backend) onnxruntime-node ${ortVersion()}\n`);
@@ -63,6 +66,7 @@ function parseArgs(argv) {
       case '--threads': o.threads = positiveInt(need(), a); break;
       case '--runs': o.runs = positiveInt(need(), a); break;
       case '--stats': o.stats = need(); break;
+      case '--profile': o.profile = need(); break;
       case '--input-shape': o.shapes.push(need()); break;
       case '--precision': o.precision = need(); break;
       case '--optimization': o.optimization = need(); break;
@@ -178,6 +182,25 @@ function removeTree(p) {
 }
 
 let staging = null;   // OUT.tmp.PID while it exists, removed on any failure
+let profDir = null;   // the folder ONNX Runtime writes its trace into, removed at exit
+
+// --profile: ONNX Runtime writes PREFIX_DATE.json when the session's
+// profiling ends; it starts at session creation and cannot be paused
+// (onnxruntime-node's startProfiling is a no-op), so the warm-up is cut out
+// of the trace afterwards: every event inside the first model_run's span.
+// Loading and initialisation events stay.
+function finishProfile(session, file) {
+  session.endProfiling();
+  const names = fs.readdirSync(profDir).filter((f) => f.endsWith('.json'));
+  if (names.length !== 1) throw new Error(`onnxruntime wrote ${names.length} profile files, expected 1`);
+  let events = JSON.parse(fs.readFileSync(path.join(profDir, names[0]), 'utf8'));
+  const runs = events.filter((e) => e.cat === 'Session' && e.name === 'model_run').sort((a, b) => a.ts - b.ts);
+  if (runs.length > 1) {
+    const t0 = runs[0].ts, t1 = runs[0].ts + runs[0].dur;
+    events = events.filter((e) => !(e.ts >= t0 && e.ts <= t1 && (e.cat === 'Node' || e.ts + (e.dur || 0) <= t1)));
+  }
+  npy.writeAtomic(file, '[\n' + events.map((e) => JSON.stringify(e)).join(',\n') + '\n]\n');
+}
 
 async function main() {
   const o = parseArgs(process.argv.slice(2));
@@ -194,6 +217,11 @@ async function main() {
       executionMode: 'sequential', logSeverityLevel: 3,   // errors only: no initializer chatter
     };
     if (o.optimization) opts.graphOptimizationLevel = o.optimization;
+    if (o.profile) {
+      profDir = fs.mkdtempSync(path.join(os.tmpdir(), 'parity-ort-profile-'));
+      opts.enableProfiling = true;
+      opts.profileFilePrefix = path.join(profDir, 'ort');
+    }
     session = await ort.InferenceSession.create(o.model, opts);
   } catch (err) {
     throw new BadInput(`${o.model}: onnxruntime cannot load the model: ${err.message}`);
@@ -215,6 +243,7 @@ async function main() {
     }
     if (!samples.length) throw new BadInput(`${o.input}: no tensor set found (no .npy/.pb files, no sample folders)`);
   }
+  if (o.profile) finishProfile(session, o.profile);
   // Swap the finished folder in whole, replacing an older OUT.
   const old = `${out}.old.${process.pid}`;
   const had = fs.existsSync(out);
@@ -230,15 +259,20 @@ async function main() {
   if (o.stats) npy.writeAtomic(o.stats, JSON.stringify({ threads: o.threads, samples }, null, 1) + '\n');
 }
 
+function cleanUp() {
+  if (staging) removeTree(staging);
+  if (profDir) removeTree(profDir);
+}
+
 for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
   process.on(sig, () => {
-    if (staging) removeTree(staging);
-    process.exit(128 + require('os').constants.signals[sig]);
+    cleanUp();
+    process.exit(128 + os.constants.signals[sig]);
   });
 }
 
-main().then(() => process.exit(0), (err) => {
-  if (staging) removeTree(staging);
+main().then(() => { cleanUp(); process.exit(0); }, (err) => {
+  cleanUp();
   if (err instanceof BadInput) fail(2, err.message);
   fail(3, err.message || String(err));
 });

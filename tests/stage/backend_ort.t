@@ -24,6 +24,8 @@
 # The ONNX Runtime backend itself is checked first: on the RT-DETR fixture
 # its outputs are byte-identical to those Python's onnxruntime 1.30.0 wrote
 # (tests/fixtures/rtdetr-tiny/ort_op16, ort_op17; one thread).
+import collections
+import json
 import os
 import sys
 
@@ -103,6 +105,39 @@ for op in ("16", "17"):
         os.listdir(os.path.join(rtdetr, "ort_op" + op)))
     ok(same, "onnxruntime backend on rtdetr_tiny_op%s: byte-identical to Python onnxruntime 1.30.0's outputs" % op,
        err if rc else "output files differ from tests/fixtures/rtdetr-tiny/ort_op%s" % op)
+
+# ---- --profile: ONNX Runtime's own trace, warm-up left out ------------------
+# With graph optimisation off, ORT runs the model's own nodes, so the trace of
+# 2 runs (the first dropped) must hold exactly one kernel event per node. Not
+# run as a kernel: Constant nodes (ORT turns them into initializers when it
+# loads the graph) and the fixture's two Casts of an int64 to int64, which ORT
+# removes even at level disabled.
+model = os.path.join(rtdetr, "rtdetr_tiny_op17.onnx")
+prof = os.path.join(tmp, "prof", "ort.json")
+os.makedirs(os.path.dirname(prof))
+rc, _, err = run_backend("onnxruntime", "run", "--model", model, "--input", os.path.join(rtdetr, "input"),
+                         "--output", os.path.join(tmp, "prof-out"), "--runs", 2, "--optimization", "disabled",
+                         "--profile", prof)
+try:
+    trace = json.load(open(prof)) if rc == 0 else None
+except (OSError, ValueError) as ex:
+    trace, err = None, "%s: %s" % (prof, ex)
+ok(isinstance(trace, list), "onnxruntime --profile writes a JSON list (Chrome trace)", err)
+if isinstance(trace, list):
+    kernels = collections.Counter(e["name"][:-len("_kernel_time")] for e in trace
+                                  if e.get("cat") == "Node" and e.get("name", "").endswith("_kernel_time"))
+    graph = onnx.load(model, load_external_data=False).graph
+    nodes = {n.name for n in graph.node if n.op_type not in ("Constant", "Cast")}
+    runs = [e for e in trace if e.get("cat") == "Session" and e.get("name") == "model_run"]
+    ok(len(runs) == 1, "onnxruntime --profile --runs 2: the warm-up run left out (one model_run event)",
+       "%d model_run events" % len(runs))
+    missing, extra = nodes - set(kernels), set(kernels) - {n.name for n in graph.node}
+    twice = [n for n, c in kernels.items() if c != 1]
+    ok(not missing and not extra and not twice and len(nodes) > 500,
+       "onnxruntime --profile: one Node kernel event for each of the model's %d computing nodes" % len(nodes),
+       "missing %s; not in the model %s; not once %s" % (sorted(missing)[:5], sorted(extra)[:5], twice[:5]))
+    left = [f for f in os.listdir(os.path.dirname(prof)) if f != "ort.json"]
+    ok(not left, "onnxruntime --profile: nothing but the trace beside it", "left: %s" % left)
 
 # ---- seed reproducers (make models) -----------------------------------------
 for folder, onnx_name in (("convclip", "convclip"), ("nafnet_ln", "nafnet_ln_op16"), ("nafnet_ln", "nafnet_ln_op17"),
