@@ -4,7 +4,7 @@
  * as the wall clock, so a number taken on a shared machine still says what
  * the kernel costs (a descheduled thread's CPU clock stands still).
  *
- *   kernels [--isa LEVEL] [--reps N] [--threads N] [--filter SUBSTRING]
+ *   kernels [--isa LEVEL] [--reps N] [--threads N] [--filter SUBSTRING | --shape CIN,COUT,H,W,K,S]
  *
  * Prints one line per shape: name, GFLOP, ms (cpu), GFLOP/s (cpu), ms (wall).
  * A checksum of each output guards against a kernel that skips work. */
@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/mman.h>
 #include "ops/fgemm.h"
 #include "util/isa.h"
 #include "util/pool.h"
@@ -52,8 +53,10 @@ static double clock_s(clockid_t id)
 
 static float *random_floats(size_t n, unsigned seed)
 {
-    float *p = malloc(n * sizeof *p);
-    if (!p) { fprintf(stderr, "kernels: out of memory\n"); exit(3); }
+    float *p = NULL;
+    size_t bytes = (n * sizeof *p + (2u << 20) - 1) & ~(size_t)((2u << 20) - 1);
+    if (posix_memalign((void **)&p, 2u << 20, bytes)) { fprintf(stderr, "kernels: out of memory\n"); exit(3); }
+    if (getenv("HUGE")) madvise(p, bytes, MADV_HUGEPAGE);
     for (size_t i = 0; i < n; i++) {
         seed = seed * 1664525u + 1013904223u;
         p[i] = (float)((seed >> 8) & 0xFFFF) / 65536.0f - 0.5f;
@@ -109,6 +112,7 @@ static void bench_shape(const shape_t *s, int reps)
 int main(int argc, char **argv)
 {
     int reps = 5, threads = 1;
+    shape_t own = {NULL, 0, 0, 0, 0, 0, 0};
     const char *filter = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--isa") && i + 1 < argc) {
@@ -117,11 +121,24 @@ int main(int argc, char **argv)
         } else if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--filter") && i + 1 < argc) filter = argv[++i];
+        else if (!strcmp(argv[i], "--shape") && i + 1 < argc) {   /* CIN,COUT,H,W,K,S: one shape of one's own */
+            shape_t one = {argv[++i], 0, 0, 0, 0, 0, 1};
+            if (sscanf(one.name, "%d,%d,%d,%d,%d,%d", &one.cin, &one.cout, &one.h, &one.w, &one.k, &one.s) != 6 ||
+                one.cin < 1 || one.cout < 1 || one.h < 1 || one.w < 1 || one.k < 0 || one.s < 1) {
+                fprintf(stderr, "kernels: --shape wants CIN,COUT,H,W,K,S (K 0: a MatMul of H rows)\n");
+                return 2;
+            }
+            own = one;
+        }
         else { fprintf(stderr, "usage: kernels [--isa LEVEL] [--reps N] [--threads N] [--filter TEXT]\n"); return 2; }
     }
     if (reps < 1) reps = 1;
     pool_set_threads(threads);
     printf("# isa %s, %d thread(s), best of %d (cpu: the process's CPU clock)\n", isa_name(isa_active()), threads, reps);
+    if (own.name) {
+        bench_shape(&own, reps);
+        return 0;
+    }
     for (size_t i = 0; i < sizeof SHAPES / sizeof *SHAPES; i++)
         if (!filter || strstr(SHAPES[i].name, filter)) bench_shape(&SHAPES[i], reps);
     return 0;

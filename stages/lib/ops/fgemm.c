@@ -20,6 +20,7 @@
 #include "ops/fgemm_impl.h"
 #include "graph/graph.h"
 #include "util/isa.h"
+#include "ops/vmath.h"
 #include "util/pool.h"
 #include "util/err.h"
 
@@ -70,8 +71,25 @@ static const fgemm_arch_t *arch(void)
 
 static int fgemm_epi_supported(int act)
 {
-    return act == ACT_NONE || act == ACT_RELU || act == ACT_CLIP || act == ACT_LEAKY;
+    return act == ACT_NONE || act == ACT_RELU || act == ACT_CLIP || act == ACT_LEAKY || act == ACT_SIGMOID ||
+           act == ACT_SILU;
 }
+
+/* Sigmoid and SiLU run on a finished tile while it is still in L1 (the
+ * instruction sets' kernels store it with the bias only): the standalone
+ * Sigmoid's function (vmath.h, elementwise, the same bits on every CPU),
+ * then SiLU's product as the Mul computes it, as run.c's unfused epilogue
+ * does over the whole output, so the bits are the same. */
+static void tile_sigmoid(float *c, int64_t ldc, int mr, int nr, int act)
+{
+    float sig[FG_NR];
+    for (int r = 0; r < mr; r++, c += ldc) {
+        vm_sigmoid_f32(c, sig, nr);
+        for (int i = 0; i < nr; i++) c[i] = act == ACT_SILU ? c[i] * sig[i] : sig[i];
+    }
+}
+
+static int sigmoid_act(const fgemm_epi_t *e) { return e->act == ACT_SIGMOID || e->act == ACT_SILU; }
 
 int fgemm_epi_act(fgemm_epi_t *e, const node_t *n)
 {
@@ -106,7 +124,9 @@ void fgemm_ref(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, con
         for (int64_t j = 0; j < n; j++) {
             float acc = 0.0f;
             for (int64_t p = 0; p < k; p++) acc = fmaf(a[i * lda + p], b[p * ldb + j], acc);
-            c[i * ldc + j] = fgemm_finish_one(acc, epi->bias ? epi->bias[i] : 0.0f, epi->col_bias ? epi->col_bias[j] : 0.0f, epi);
+            float y = fgemm_finish_one(acc, epi->bias ? epi->bias[i] : 0.0f, epi->col_bias ? epi->col_bias[j] : 0.0f, epi);
+            if (sigmoid_act(epi)) y = epi->act == ACT_SILU ? y * vm_sigmoidf(y) : vm_sigmoidf(y);
+            c[i * ldc + j] = y;
         }
 }
 
@@ -136,6 +156,7 @@ static void fgemm_tile(void *ctx, int64_t t)
                 ar->tile(kc, j->a + row * j->lda + p0, j->lda, 0, mr, bp, nr, j->c + row * j->ldc + col, j->ldc,
                             p0 == 0, p0 + KC >= j->k, j->e.bias ? j->e.bias + row : NULL,
                             j->e.col_bias ? j->e.col_bias + col : NULL, &j->e);
+                if (p0 + KC >= j->k && sigmoid_act(&j->e)) tile_sigmoid(j->c + row * j->ldc + col, j->ldc, mr, nr, j->e.act);
             }
         }
     }
@@ -229,6 +250,7 @@ static void fconv_tile(void *ctx, int64_t t)
                 int mr = i1 - row < 8 ? (int)(i1 - row) : 8;
                 ar->tile(kc, j->w + row * k + p0, k, 0, mr, panel, nr, j->y + row * j->n + col, j->n, p0 == 0,
                          p0 + KC >= k, j->e.bias ? j->e.bias + row : NULL, NULL, &j->e);
+                if (p0 + KC >= k && sigmoid_act(&j->e)) tile_sigmoid(j->y + row * j->n + col, j->n, mr, nr, j->e.act);
             }
         }
     }

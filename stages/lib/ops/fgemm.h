@@ -16,7 +16,7 @@
 
 typedef struct fgemm_epi {
     const float *bias;       /* bias[i] added to row i of C, or NULL */
-    int act;                 /* ACT_NONE, ACT_RELU, ACT_CLIP or ACT_LEAKY (graph.h) */
+    int act;                 /* ACT_NONE, ACT_RELU, ACT_CLIP, ACT_LEAKY, ACT_SIGMOID or ACT_SILU (graph.h) */
     float a, b;              /* Clip bounds; LeakyRelu's alpha in a */
     const float *col_bias;   /* col_bias[j] added to column j of C (a MatMul's fused bias), or NULL */
 } fgemm_epi_t;
@@ -27,7 +27,7 @@ int fgemm_available(void);
 /* fgemm_set_enabled(0) is --kernels blas (tests check the OpenBLAS paths with it). */
 void fgemm_set_enabled(int on);
 /* Takes a layer's fused activation into e where the epilogue can run it
- * (Relu, Clip, LeakyRelu; not Sigmoid or SiLU); returns 1 then (the
+ * (Relu, Clip, LeakyRelu, Sigmoid, SiLU); returns 1 then (the
  * kernel sets op_ctx.act_done from it), else 0. */
 struct node;
 int fgemm_epi_act(fgemm_epi_t *e, const struct node *n);
