@@ -244,4 +244,30 @@ for o in range(12):
 silu = c64 / (1 + np.exp(-c64))
 good, worst = within(fused["h"][0], silu, fn_bound(sum_bound(28, mag), 1.1, 3.5, silu)) if fused else (False, None)
 ok(good, "fused SiLU agrees with float64 numpy (error %s of its bound)" % worst)
+# 8. SiLU after elementwise arithmetic (a residual Add) becomes one layer
+# (one pass over the Add's output), and SiLU after a MatMul with a bias
+# runs on each finished tile of the kernel: both bit-identical to unfused
+rng = np.random.default_rng(10)
+Wm = numpy_helper.from_array((0.2 * rng.standard_normal((48, 40))).astype(np.float32), "Wm")
+bm = numpy_helper.from_array(rng.standard_normal(40).astype(np.float32), "bm")
+nodes = [helper.make_node("Add", ["a", "b"], ["r"], name="res_add"),
+         helper.make_node("Sigmoid", ["r"], ["rs"], name="res_sig"),
+         helper.make_node("Mul", ["r", "rs"], ["h"], name="res_mul"),
+         helper.make_node("MatMul", ["h", "Wm"], ["mm"], name="fc"),
+         helper.make_node("Add", ["mm", "bm"], ["mb"], name="fc_bias"),
+         helper.make_node("Sigmoid", ["mb"], ["ms"], name="fc_sig"),
+         helper.make_node("Mul", ["ms", "mb"], ["y"], name="fc_mul")]
+g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("a", TensorProto.FLOAT, [300, 48]),
+                                   helper.make_tensor_value_info("b", TensorProto.FLOAT, [300, 48])],
+                      [helper.make_tensor_value_info("y", TensorProto.FLOAT, [300, 40])], [Wm, bm])
+m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+a = (3 * rng.standard_normal((300, 48))).astype(np.float32)
+b = (3 * rng.standard_normal((300, 48))).astype(np.float32)
+fused, lf, ef = build_and_run("silu_add", m, {"a": a, "b": b}, infer_args=("--threads", "2"))
+plain, lp, ep = build_and_run("silu_add_nofuse", m, {"a": a, "b": b}, "--no-fusion")
+ok(fused is not None and plain is not None and fused["y"].tobytes() == plain["y"].tobytes(),
+   "SiLU after Add and after MatMul + bias fused: the same bytes as unfused", ef + ep)
+names = lf and [(l["name"], ",".join(l.get("fused_from", []))) for l in lf["layers"]]
+ok(names == [("res_add", "res_add,res_sig,res_mul"), ("fc", "fc,fc_bias,fc_sig,fc_mul")],
+   "layer report: the Add holds its SiLU, the MatMul its bias and SiLU", names)
 done()

@@ -229,6 +229,16 @@ static int fold_matmul_bias(graph_t *g, const int *readers, char *drop)
     return folded;
 }
 
+/* Elementwise arithmetic writes a fresh float32 output (never a view of
+ * an input), so the SiLU after it can run on that output in one pass
+ * instead of two layers (what ONNX Runtime's QuickGelu fusion does). */
+static int silu_producer(const node_t *n)
+{
+    return !n->domain[0] && !n->act && n->n_out == 1 &&
+           (!strcmp(n->op_type, "Add") || !strcmp(n->op_type, "Sub") || !strcmp(n->op_type, "Mul") ||
+            !strcmp(n->op_type, "Div"));
+}
+
 /* Layer c, then Sigmoid s of its output v, then Mul m of v and s's output
  * (SiLU, as exporters write it: v read by exactly those two) becomes one
  * layer with the SiLU applied before its output is stored. Float32
@@ -249,7 +259,7 @@ static int fuse_silu(graph_t *g, const int *readers, char *drop)
             if (si < 0 || p < 0 || drop[si] || drop[p]) continue;
             node_t *s = &g->nodes[si], *c = &g->nodes[p];
             if (s->domain[0] || strcmp(s->op_type, "Sigmoid") || s->n_in != 1 || s->in[0] != v) continue;
-            if (!fusable_producer(c) || c->n_out != 1 || c->out[0] != v) continue;
+            if (!(fusable_producer(c) || silu_producer(c)) || c->n_out != 1 || c->out[0] != v) continue;
             if (c->storage != DT_FLOAT || !same_precision(c, s) || !same_precision(c, m) || m->round_inputs) continue;
             c->act = ACT_SILU;
             note_fused(c, s);
