@@ -10,6 +10,7 @@
 #include <string.h>
 #include "ops/tensor_impl.h"
 #include "util/pool.h"
+#include "ops/transpose_impl.h"
 
 /* Tile of the tiled path: TA elements along the input's contiguous axis,
  * TB along the output's (measured best on 6400x256 .. 80x80 float copies). */
@@ -103,10 +104,16 @@ static void perm_tile_task(void *ctx, int64_t t)
         T *d = (T *)j->dst + ob;
         for (int64_t b0 = bb; b0 < B; b0 += TB) {
             int64_t b1 = b0 + TB < B ? b0 + TB : B;
+            /* 4-byte elements: whole blocks in registers where the CPU can, the rest below */
+            int64_t blk = sizeof(T) == 4 ? transpose_blocks_f32((float *)(d + a0 * aos + b0), aos,
+                                                                (const float *)(s + a0 + b0 * bis), bis, a1 - a0,
+                                                                b1 - b0) : 0;
+            int64_t ab = blk ? a0 + (a1 - a0) / blk * blk : a0;
+            int64_t bbk = blk ? b0 + (b1 - b0) / blk * blk : b0;
             for (int64_t a = a0; a < a1; a++) {
                 T *dr = d + a * aos;
                 const T *sr = s + a;
-                for (int64_t b = b0; b < b1; b++) dr[b] = sr[b * bis];
+                for (int64_t b = a < ab ? bbk : b0; b < b1; b++) dr[b] = sr[b * bis];
             }
         }
     }, (void)0);
