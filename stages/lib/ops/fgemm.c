@@ -1,5 +1,5 @@
 /* fgemm.c — parity's own float32 GEMM (see fgemm.h): the driver. C is cut
- * into tasks of rows x TILE_N (by shape only, so the bits never depend on
+ * into tasks of rows x columns (by shape only, so the bits never depend on
  * --threads); each task packs a strip of 32 columns of B, KC steps of k at
  * a time, into a panel that stays in L1 while every 8-row block of its rows
  * goes past it; the instruction set's kernel (fgemm_impl.h: AVX-512,
@@ -24,17 +24,19 @@
 #include "util/pool.h"
 #include "util/err.h"
 
-/* A task is a tile of C, tile_m x TILE_N: the tile_m rows of A stay in L2
- * while a 32-wide strip of B (packed, in L1) goes past them. Packing a
- * strip costs about as much as one 8-row block of work, so a task takes as
- * many rows as it can (up to TILE_M_MAX), fewer only where the shape would
- * leave too few tasks for the pool (MIN_TASKS); where B is packed once for
- * the whole product (small B, many rows) a task takes TILE_M_MIN rows. The
- * choice depends on the shape only, never on --threads. */
+/* A task is a tile of C, tile_m rows by tile_n columns: the tile_m rows
+ * of A stay in L2 while a 32-wide strip of B (packed, in L1) goes past
+ * them. Packing a strip costs about as much as one 8-row block of work,
+ * so a task takes as many rows as it can (up to TILE_M_MAX), fewer only
+ * where the shape would leave fewer than MIN_TASKS tasks for the pool;
+ * where B is packed once for the whole product (small B, many rows) a task
+ * takes TILE_M_MIN rows. Columns are cut into about equal tiles of at most
+ * TILE_N (whole strips), so two threads get equal shares. The choice
+ * depends on the shape only, never on --threads. */
 #define TILE_M_MIN 64
 #define TILE_M_MAX 256
 #define TILE_N 256
-#define MIN_TASKS 16
+#define MIN_TASKS 4
 /* Steps of k per packed panel: 256 x 32 floats = 32 KiB. */
 #define KC FG_KC
 /* B packed whole, once per product, when it is at most this many floats
@@ -44,10 +46,18 @@
 /* Each thread's panel: KC steps of 32 floats, 64-byte aligned. */
 static _Thread_local float panel[KC * FG_NR] __attribute__((aligned(64)));
 
+/* Columns per task: n cut into the fewest tiles of at most TILE_N, as
+ * equal as whole 32-column strips allow. */
+static int64_t tile_cols(int64_t n)
+{
+    int64_t tiles = (n + TILE_N - 1) / TILE_N, w = (n + tiles - 1) / tiles;
+    return (w + 31) / 32 * 32;
+}
+
 /* Rows per task for an m x n product (see above). */
 static int64_t tile_rows(int64_t m, int64_t n)
 {
-    int64_t tiles_n = (n + TILE_N - 1) / TILE_N, rows = TILE_M_MAX;
+    int64_t tn = tile_cols(n), tiles_n = (n + tn - 1) / tn, rows = TILE_M_MAX;
     while (rows > TILE_M_MIN && (m + rows - 1) / rows * tiles_n < MIN_TASKS) rows /= 2;
     return rows;
 }
@@ -131,7 +141,7 @@ void fgemm_ref(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, con
 }
 
 typedef struct fgemm_job {
-    int64_t m, n, k, lda, ldb, ldc, tiles_n, tile_m;
+    int64_t m, n, k, lda, ldb, ldc, tiles_n, tile_n, tile_m;
     const float *a, *b;
     const float *bpack;   /* B packed whole (strip s at s * k * 32), or NULL: each task packs its strips */
     float *c;
@@ -141,8 +151,8 @@ typedef struct fgemm_job {
 static void fgemm_tile(void *ctx, int64_t t)
 {
     const fgemm_job_t *j = ctx;
-    int64_t i0 = t / j->tiles_n * j->tile_m, j0 = t % j->tiles_n * TILE_N;
-    int64_t i1 = i0 + j->tile_m < j->m ? i0 + j->tile_m : j->m, j1 = j0 + TILE_N < j->n ? j0 + TILE_N : j->n;
+    int64_t i0 = t / j->tiles_n * j->tile_m, j0 = t % j->tiles_n * j->tile_n;
+    int64_t i1 = i0 + j->tile_m < j->m ? i0 + j->tile_m : j->m, j1 = j0 + j->tile_n < j->n ? j0 + j->tile_n : j->n;
     const fgemm_arch_t *ar = arch();
     for (int64_t col = j0; col < j1; col += 32) {
         int nr = j1 - col < 32 ? (int)(j1 - col) : 32;
@@ -167,7 +177,8 @@ void fgemm(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const f
 {
     if (m <= 0 || n <= 0) return;
     int64_t strips = (n + 31) / 32;
-    fgemm_job_t j = {m, n, k, lda, ldb, ldc, (n + TILE_N - 1) / TILE_N, tile_rows(m, n), a, b, NULL, c, {0}};
+    int64_t tn = tile_cols(n);
+    fgemm_job_t j = {m, n, k, lda, ldb, ldc, (n + tn - 1) / tn, tn, tile_rows(m, n), a, b, NULL, c, {0}};
     if (epi) j.e = *epi;
     void *raw = NULL;
     if (m > TILE_M_MIN && k > 0 && strips * 32 * k <= PREPACK_MAX) {
@@ -185,7 +196,7 @@ void fgemm(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const f
 
 struct tap_layout;
 typedef struct fconv_job {
-    int64_t m, n, tiles_n, tile_m;
+    int64_t m, n, tiles_n, tile_n, tile_m;
     const fconv_geom_t *g;
     const struct tap_layout *tl;
     const float *w;
@@ -236,8 +247,8 @@ static void fconv_tile(void *ctx, int64_t t)
     uint32_t mk[FCONV_MAX_K * FCONV_MAX_K];
     const fgemm_arch_t *ar = arch();
     int32_t base[32];
-    int64_t i0 = t / j->tiles_n * j->tile_m, j0 = t % j->tiles_n * TILE_N;
-    int64_t i1 = i0 + j->tile_m < j->m ? i0 + j->tile_m : j->m, j1 = j0 + TILE_N < j->n ? j0 + TILE_N : j->n;
+    int64_t i0 = t / j->tiles_n * j->tile_m, j0 = t % j->tiles_n * j->tile_n;
+    int64_t i1 = i0 + j->tile_m < j->m ? i0 + j->tile_m : j->m, j1 = j0 + j->tile_n < j->n ? j0 + j->tile_n : j->n;
     for (int64_t col = j0; col < j1; col += 32) {
         int nr = j1 - col < 32 ? (int)(j1 - col) : 32;
         strip_setup(g, col, nr, base, mk);
@@ -331,7 +342,8 @@ int fconv_rows(int64_t m, const fconv_geom_t *g, const float *w, const float *x,
     }
     tap_layout_t tl;
     tap_layout_setup(g, x, &tl);
-    fconv_job_t j = {m, n, (n + TILE_N - 1) / TILE_N, tile_rows(m, n), g, &tl, w, y, {0}};
+    int64_t tn = tile_cols(n);
+    fconv_job_t j = {m, n, (n + tn - 1) / tn, tn, tile_rows(m, n), g, &tl, w, y, {0}};
     if (epi) j.e = *epi;
     pool_for((m + j.tile_m - 1) / j.tile_m * j.tiles_n, fconv_tile, &j);
     return 0;
