@@ -121,10 +121,10 @@ static int load_dets(const cmp_set_t *set, const dm_config_t *c, dets_t *d, perr
 /* ---- matching -------------------------------------------------------------------- */
 
 /* One axis of the IoU: the overlap and the two lengths. An axis where both
- * boxes are flat at the same coordinate (detectors clip boxes to the image,
- * so x1 == x2 == the border is common) is left out: overlap and lengths 1,
- * so two boxes on the same border line compare by their other axis, and two
- * identical points have IoU 1 instead of 0/0. */
+ * boxes are flat at the same coordinate (x1 == x2: a box clipped to the
+ * image border, or FCOS's ReLU'd distances of 0 around an anchor centre) is
+ * left out: overlap and lengths 1, so two boxes on the same line compare by
+ * their other axis, and two identical points have IoU 1 instead of 0/0. */
 static void iou_axis(double p0, double p1, double q0, double q1, double *ov, double *lp, double *lq)
 {
     if (p0 == p1 && q0 == q1 && p0 == q0) {
