@@ -5,7 +5,8 @@
 # exactly at the threshold, center_point_box, corners in either order),
 # RoiAlign in both modes, both coordinate transformations and opset 10,
 # sampling_ratio 0 and 2, and empty detections: zero-sized tensors flowing
-# through Gather, Concat, Reshape, TopK and RoiAlign to the outputs.
+# through Gather, Concat, Reshape, TopK and RoiAlign to the outputs, and
+# samples of different detection counts through one engine in one run.
 #
 # Integer outputs (indices, selections, shapes) must be equal. RoiAlign's
 # float outputs are held to a bound from the arithmetic: each output is an
@@ -231,4 +232,30 @@ check("the same graph with detections kept", empty,
       {"boxes": eb, "scores": np.array([[[0.995, 0.2, 0.999, 0.3, 0.9995]]], np.float32),
        "feat": rng.random((1, 2, 6, 6)).astype(np.float32)},
       names=["sel", "kept", "kept_scores", "both", "pairs", "top_v", "top_i"])
+
+# one engine, samples of different detection counts in one run (3, 0, 5, 1):
+# buffers sized at run time grow and shrink between samples
+samples = os.path.join(tmp, "samples.in")
+kept = [np.array([[[0.995, 0.2, 0.999, 0.3, 0.9995]]], np.float32), np.full((1, 1, 5), 0.1, np.float32),
+        np.full((1, 1, 5), 0.999, np.float32), np.array([[[0.2, 0.2, 0.2, 0.995, 0.2]]], np.float32)]
+for i, sc_i in enumerate(kept):
+    fb = rng.random((1, 5, 4)).astype(np.float32) * 0.2
+    fb[0, :, 0] += 2 * np.arange(5)                       # side by side: no two overlap
+    fb[:, :, 2:] += fb[:, :, :2] + 1
+    write_set(os.path.join(samples, "s%d" % i), {"boxes": fb, "scores": sc_i,
+                                                 "feat": rng.random((1, 2, 6, 6)).astype(np.float32)})
+outs = []
+for be in ("parity", "onnxruntime"):
+    out = os.path.join(tmp, "samples." + be)
+    rc, _, err = run_backend(be, "run", "--model", empty, "--input", samples, "--output", out, "--threads", 2)
+    outs.append([read_set(os.path.join(out, "s%d" % i)) if not rc else None for i in range(len(kept))])
+    if rc:
+        break
+if outs[-1][0] is None:
+    ok(False, "samples of 3, 0, 5 and 1 detections in one run", err.strip()[-500:])
+else:
+    bad = [why for i in range(len(kept)) for good, why in [same(outs[0][i], outs[1][i])] if not good]
+    counts = [outs[1][i]["sel"].shape[0] for i in range(len(kept))]
+    ok(not bad and counts == [3, 0, 5, 1],
+       "samples of %s detections in one run: every sample as ONNX Runtime's" % counts, "; ".join(bad))
 done()
