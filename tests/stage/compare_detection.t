@@ -112,7 +112,23 @@ _, j3 = run(cell, ref, ",iou=0.3")
 ok(j5 and j3 and (j5["detections"]["missed"], j5["detections"]["extra"]) == (1, 1) and j3["detections"]["missed"] == 0,
    "IoU 0.40: unmatched at iou=0.5, matched at iou=0.3")
 
-# 4. formats and bad specs
+# 4. flat boxes (x1 == x2 == 640: clipped to a border, or FCOS's zero
+#    distances): the flat axis is left out, so the same segment moved by
+#    1 px of its 40 px matches at IoU 39/41 (an overlap of 39 over a union
+#    of 41); one on another line (x = 600) does not match
+b6, r6 = box.copy(), box.copy()
+r6[0] = [640, 100, 640, 140]; b6[0] = [640, 101, 640, 141]
+r6[1] = [640, 200, 640, 240]; b6[1] = [600, 200, 600, 240]
+a, b = os.path.join(tmp, "flat_a"), os.path.join(tmp, "flat_b")
+save(a, lab, b6, sc)
+save(b, lab, r6, sc)
+_, j = run(a, b)
+d = j and j["detections"]
+ok(d and d["matched"] == K - 1 and d["missed"] == 1 and d["extra"] == 1 and abs(d["iou"]["min"] - 39 / 41) < 1e-9,
+   "flat boxes on the same line match by their other axis (IoU %s), not on another line"
+   % (d and d["iou"]["min"]))
+
+# 5. formats and bad specs
 cx = np.stack([(box[:, 0] + box[:, 2]) / 2, (box[:, 1] + box[:, 3]) / 2, box[:, 2] - box[:, 0], box[:, 3] - box[:, 1]], 1)
 a, b = os.path.join(tmp, "cx_a"), os.path.join(tmp, "cx_b")
 save(a, l2, np.concatenate([cx[:K][perm], cx[K:]]), s2)

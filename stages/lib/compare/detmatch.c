@@ -120,11 +120,29 @@ static int load_dets(const cmp_set_t *set, const dm_config_t *c, dets_t *d, perr
 
 /* ---- matching -------------------------------------------------------------------- */
 
+/* One axis of the IoU: the overlap and the two lengths. An axis where both
+ * boxes are flat at the same coordinate (x1 == x2: a box clipped to the
+ * image border, or FCOS's ReLU'd distances of 0 around an anchor centre) is
+ * left out: overlap and lengths 1, so two boxes on the same line compare by
+ * their other axis, and two identical points have IoU 1 instead of 0/0. */
+static void iou_axis(double p0, double p1, double q0, double q1, double *ov, double *lp, double *lq)
+{
+    if (p0 == p1 && q0 == q1 && p0 == q0) {
+        *ov = *lp = *lq = 1;
+        return;
+    }
+    *ov = fmin(p1, q1) - fmax(p0, q0);
+    *lp = p1 - p0;
+    *lq = q1 - q0;
+}
+
 static double iou_xyxy(const double *p, const double *q)
 {
-    double w = fmin(p[2], q[2]) - fmax(p[0], q[0]), h = fmin(p[3], q[3]) - fmax(p[1], q[1]);
+    double w, pw, qw, h, ph, qh;
+    iou_axis(p[0], p[2], q[0], q[2], &w, &pw, &qw);
+    iou_axis(p[1], p[3], q[1], q[3], &h, &ph, &qh);
     if (!(w > 0 && h > 0)) return 0;
-    double inter = w * h, u = (p[2] - p[0]) * (p[3] - p[1]) + (q[2] - q[0]) * (q[3] - q[1]) - inter;
+    double inter = w * h, u = pw * ph + qw * qh - inter;
     return u > 0 ? inter / u : 0;
 }
 
