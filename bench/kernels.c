@@ -12,7 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <sys/mman.h>
 #include "ops/fgemm.h"
 #include "util/isa.h"
 #include "util/pool.h"
@@ -54,9 +53,7 @@ static double clock_s(clockid_t id)
 static float *random_floats(size_t n, unsigned seed)
 {
     float *p = NULL;
-    size_t bytes = (n * sizeof *p + (2u << 20) - 1) & ~(size_t)((2u << 20) - 1);
-    if (posix_memalign((void **)&p, 2u << 20, bytes)) { fprintf(stderr, "kernels: out of memory\n"); exit(3); }
-    if (getenv("HUGE")) madvise(p, bytes, MADV_HUGEPAGE);
+    if (posix_memalign((void **)&p, 64, n * sizeof *p)) { fprintf(stderr, "kernels: out of memory\n"); exit(3); }
     for (size_t i = 0; i < n; i++) {
         seed = seed * 1664525u + 1013904223u;
         p[i] = (float)((seed >> 8) & 0xFFFF) / 65536.0f - 0.5f;
