@@ -8,6 +8,7 @@
 #include "tap.h"
 #include "isa_each.h"
 #include "tensor/half.h"
+#include "tensor/tensor.h"
 #include "half_ref.h"
 
 static uint16_t ref_f32_to_f16(float f)
@@ -82,6 +83,48 @@ static void bulk_checks(void)
     ok(bulktf == 0, "bulk TF32 rounding equals the scalar conversion on 1M values (%d bad)", bulktf);
 }
 
+/* tensor_convert's bfloat16 <-> float32 paths (the conversions around every
+ * BF16-stored layer) against the scalar conversions, value by value: all
+ * 65,536 bfloat16 values widened, and 1M float32 bit patterns (NaNs with
+ * payloads, infinities, subnormals included) narrowed. */
+static void convert_bf16_checks(void)
+{
+    enum { N = 1 << 20 };
+    static uint16_t h[N], back[N];
+    static float f[N];
+    int64_t dims[1] = {65536};
+    tensor_t hs = {0}, fs = {0}, nb = {0};
+    perr_t e = {0};
+    int bad = 0;
+    ok(tensor_alloc(&hs, DT_BFLOAT16, 1, dims, &e) == 0 && tensor_alloc(&fs, DT_FLOAT, 1, dims, &e) == 0,
+       "tensors for the bfloat16 sweep");
+    for (uint32_t i = 0; i < 65536; i++) ((uint16_t *)hs.data)[i] = (uint16_t)i;
+    ok(tensor_convert(&hs, &fs, &e) == 0, "bfloat16 -> float32 converts");
+    for (uint32_t i = 0; i < 65536; i++)
+        if (f32_bits(((float *)fs.data)[i]) != f32_bits(bf16_to_f32((uint16_t)i))) bad++;
+    ok(bad == 0, "all 65,536 bfloat16 values widen as bf16_to_f32 (%d bad)", bad);
+    uint64_t s = 7;
+    for (int i = 0; i < N; i++) {
+        uint32_t u = next_rand(&s);
+        if (i % 4 == 1) u = (u & 0x807fffffu) | 0x7f800000u;           /* inf and NaNs with payloads */
+        if (i % 4 == 2) u &= 0x807fffffu;                              /* zeros and subnormals */
+        f[i] = bits_f32(u);
+    }
+    int64_t n1[1] = {N};
+    tensor_t fl = {.dtype = DT_FLOAT, .ndim = 1, .dims = {N}, .data = f};
+    ok(tensor_alloc(&nb, DT_BFLOAT16, 1, n1, &e) == 0 && tensor_convert(&fl, &nb, &e) == 0,
+       "float32 -> bfloat16 converts");
+    bad = 0;
+    memcpy(back, nb.data, sizeof back);
+    for (int i = 0; i < N; i++)
+        if (back[i] != f32_to_bf16(f[i])) bad++;
+    ok(bad == 0, "1M float32 bit patterns narrow to bfloat16 as f32_to_bf16 (%d bad)", bad);
+    (void)h;
+    tensor_free_data(&hs);
+    tensor_free_data(&fs);
+    tensor_free_data(&nb);
+}
+
 int main(void)
 {
     int bad = 0;
@@ -133,5 +176,6 @@ int main(void)
     ok(isnan(f32_round_bf16(NAN)) && isinf(f32_round_bf16(INFINITY)) && isnan(f32_round_tf32(NAN)),
        "NaN and inf survive bfloat16 and TF32 rounding");
     at_each_isa(bulk_checks);
+    convert_bf16_checks();
     return done_testing();
 }

@@ -76,13 +76,14 @@ int node_infer_shapes(const node_t *n, const tensor_t *const *in, tensor_t **out
 
 /* Rounds a float32 input to the node's compute precision (precision.c
  * decides which inputs need it: GEMM inputs, and casts at boundaries). */
-static void round_to_precision(float *x, int64_t count, precision_t p)
+/* y = x rounded to p, in one pass (y may be x). */
+static void round_to_precision(float *y, const float *x, int64_t count, precision_t p)
 {
     switch (p) {
-    case PREC_TF32: round_tf32_inplace(x, count); break;
-    case PREC_FP16: round_f16_inplace(x, count); break;
-    case PREC_BF16: round_bf16_inplace(x, count); break;
-    default: break;
+    case PREC_TF32: round_tf32_copy(y, x, count); break;
+    case PREC_FP16: round_f16_copy(y, x, count); break;
+    case PREC_BF16: round_bf16_copy(y, x, count); break;
+    default: if (y != x) memcpy(y, x, (size_t)count * sizeof *y); break;
     }
 }
 
@@ -146,14 +147,14 @@ int node_run(const node_t *n, const tensor_t *const *in, tensor_t **out, int thr
         if (widen) {
             half = in[i]->dtype;
             if (tensor_cast(in[i], DT_FLOAT, &tmp[i], e)) { rc = -1; goto done; }
-        } else {
+        } else {   /* the rounded copy in one pass */
             tmp[i] = *in[i];
             tmp[i].data = xmalloc(tensor_nbytes(in[i]) + 16);
             tmp[i].owns = 1;
-            memcpy(tmp[i].data, in[i]->data, tensor_nbytes(in[i]));
+            round_to_precision(tmp[i].data, in[i]->data, tensor_numel(in[i]), n->precision);
         }
         tmp_used[i] = 1;
-        if (reduce) round_to_precision(tmp[i].data, tensor_numel(&tmp[i]), n->precision);
+        if (reduce && widen) round_to_precision(tmp[i].data, tmp[i].data, tensor_numel(&tmp[i]), n->precision);
         args[i] = &tmp[i];
     }
     /* an output may come with a preset buffer (the arena slot the memory plan

@@ -92,6 +92,32 @@ static void half_to_f32(const uint16_t *s, dtype_t st, float *d, int64_t n)
     for (int64_t i = 0; i < n; i++) d[i] = st == DT_BFLOAT16 ? bf16_to_f32(s[i]) : f16_to_f32(s[i]);
 }
 
+/* bfloat16 <-> float32, the conversions of every BF16-stored layer: plain
+ * bit moves the compiler vectorises, the same bits as bf16_to_f32 and
+ * f32_to_bf16 one at a time (a NaN keeps its sign and top payload bits,
+ * quiet bit set, as the general path's float -> double -> float leaves it). */
+#if defined(__clang__)
+#define OPT_VEC
+#else
+#define OPT_VEC __attribute__((optimize("O3")))
+#endif
+OPT_VEC static void bf16_widen(const uint16_t *s, float *d, int64_t n)
+{
+    uint32_t *u = (uint32_t *)d;
+    for (int64_t i = 0; i < n; i++) u[i] = (uint32_t)s[i] << 16;
+}
+
+OPT_VEC static void bf16_narrow(const float *s, uint16_t *d, int64_t n)
+{
+    const uint32_t *u = (const uint32_t *)s;
+    for (int64_t i = 0; i < n; i++) {
+        uint32_t x = u[i];
+        uint32_t nan = (x & 0x7f800000u) == 0x7f800000u && (x & 0x7fffffu);
+        uint32_t r = (x + 0x7fffu + ((x >> 16) & 1u)) >> 16;
+        d[i] = (uint16_t)(nan ? (x >> 16) | 0x40u : r);
+    }
+}
+
 int tensor_convert(const tensor_t *src, tensor_t *dst, perr_t *e)
 {
     const dtype_t st = src->dtype, dt = dst->dtype;
@@ -102,6 +128,14 @@ int tensor_convert(const tensor_t *src, tensor_t *dst, perr_t *e)
         return INTERNAL(e, "cast: %lld elements into %lld", (long long)n, (long long)tensor_numel(dst));
     if (st == dt) {
         memcpy(dst->data, src->data, tensor_nbytes(src));
+        return 0;
+    }
+    if (st == DT_BFLOAT16 && dt == DT_FLOAT) {
+        bf16_widen(src->data, dst->data, n);
+        return 0;
+    }
+    if (st == DT_FLOAT && dt == DT_BFLOAT16) {
+        bf16_narrow(src->data, dst->data, n);
         return 0;
     }
     if (dt == DT_BOOL) {

@@ -74,31 +74,31 @@ float f32_round_tf32(float f)
 #if defined(__x86_64__)
 #include <immintrin.h>
 
-__attribute__((target("avx,f16c"))) static void round_f16_f16c(float *x, int64_t n)
+__attribute__((target("avx,f16c"))) static void round_f16_f16c(float *y, const float *x, int64_t n)
 {
     int64_t i = 0;
     for (; i + 8 <= n; i += 8) {
         __m256 v = _mm256_loadu_ps(x + i);
         /* a NaN stays NaN (quiet): the hardware keeps NaNs NaN */
         __m128i h = _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-        _mm256_storeu_ps(x + i, _mm256_cvtph_ps(h));
+        _mm256_storeu_ps(y + i, _mm256_cvtph_ps(h));
     }
-    for (; i < n; i++) x[i] = f32_round_f16(x[i]);
+    for (; i < n; i++) y[i] = f32_round_f16(x[i]);
 }
 
 /* F16C is part of the AVX2 level (util/isa.h), so PARITY_ISA=generic turns it off. */
 static int have_f16c(void) { return isa_active() >= ISA_AVX2; }
 #endif
 
-void round_f16_inplace(float *x, int64_t n)
+void round_f16_copy(float *y, const float *x, int64_t n)
 {
 #if defined(__x86_64__)
     if (have_f16c()) {
-        round_f16_f16c(x, n);
+        round_f16_f16c(y, x, n);
         return;
     }
 #endif
-    for (int64_t i = 0; i < n; i++) x[i] = f32_round_f16(x[i]);
+    for (int64_t i = 0; i < n; i++) y[i] = f32_round_f16(x[i]);
 }
 
 /* Branch-free forms of f32_round_bf16 / f32_round_tf32 (the compiler
@@ -109,25 +109,31 @@ void round_f16_inplace(float *x, int64_t n)
 #else
 #define OPT_O3 __attribute__((optimize("O3")))
 #endif
-OPT_O3 void round_bf16_inplace(float *x, int64_t n)
+OPT_O3 void round_bf16_copy(float *y, const float *x, int64_t n)
 {
-    uint32_t *u = (uint32_t *)x;
+    const uint32_t *u = (const uint32_t *)x;
+    uint32_t *w = (uint32_t *)y;
     for (int64_t i = 0; i < n; i++) {
         uint32_t v = u[i];
         uint32_t special = (v & 0x7f800000u) == 0x7f800000u;
         uint32_t r = (v + 0x7fffu + ((v >> 16) & 1u)) & 0xffff0000u;
         uint32_t nan = special && (v & 0x7fffffu) ? ((v | 0x400000u) & 0xffff0000u) : v;
-        u[i] = special ? nan : r;
+        w[i] = special ? nan : r;
     }
 }
 
-OPT_O3 void round_tf32_inplace(float *x, int64_t n)
+OPT_O3 void round_tf32_copy(float *y, const float *x, int64_t n)
 {
-    uint32_t *u = (uint32_t *)x;
+    const uint32_t *u = (const uint32_t *)x;
+    uint32_t *w = (uint32_t *)y;
     for (int64_t i = 0; i < n; i++) {
         uint32_t v = u[i];
         uint32_t special = (v & 0x7f800000u) == 0x7f800000u;
         uint32_t r = (v + 0xfffu + ((v >> 13) & 1u)) & ~0x1fffu;
-        u[i] = special ? v : r;
+        w[i] = special ? v : r;
     }
 }
+
+void round_f16_inplace(float *x, int64_t n) { round_f16_copy(x, x, n); }
+void round_bf16_inplace(float *x, int64_t n) { round_bf16_copy(x, x, n); }
+void round_tf32_inplace(float *x, int64_t n) { round_tf32_copy(x, x, n); }

@@ -19,7 +19,10 @@ float f32_round_tf32(float f);
 /* Round-trips through the narrow type (the value a GPU would store). */
 static inline float f32_round_f16(float f) { return f16_to_f32(f32_to_f16(f)); }
 static inline float f32_round_bf16(float f) { return bf16_to_f32(f32_to_bf16(f)); }
-/* Bulk versions for kernels. */
+/* Bulk versions for kernels: y[i] = the rounded x[i] (y may be x). */
+void round_f16_copy(float *y, const float *x, int64_t n);
+void round_bf16_copy(float *y, const float *x, int64_t n);
+void round_tf32_copy(float *y, const float *x, int64_t n);
 void round_f16_inplace(float *x, int64_t n);
 void round_bf16_inplace(float *x, int64_t n);
 void round_tf32_inplace(float *x, int64_t n);
