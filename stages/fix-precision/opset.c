@@ -158,9 +158,9 @@ static void axes_to_input(Onnx__GraphProto *g, Onnx__NodeProto *n)
     size_t at;
     Onnx__AttributeProto *a = attr(n, "axes", &at);
     if (!a) return;   /* no axes: every axis, then and now */
-    size_t l = strlen(n->name ? n->name : "") + strlen(n->output[0]) + 16;
+    size_t l = strlen(n->output[0]) + 8;
     char *name = xmalloc(l);
-    snprintf(name, l, "%s/%s/axes", n->name ? n->name : "", n->output[0]);
+    snprintf(name, l, "%s/axes", n->output[0]);
     int64_t dim = (int64_t)a->n_ints;
     fp_add_initializer(g, name, DT_INT64, &dim, 1, a->ints, a->n_ints * sizeof(int64_t));
     n->input = xrealloc(n->input, 2 * sizeof *n->input);
