@@ -39,7 +39,8 @@ static json_t *answer_json(const fp_ctx_t *c, const fp_result_t *r, int names)
 static json_t *criterion_json(const fp_criterion_t *k)
 {
     json_t *j = json_object();
-    if (k->use_map) json_object_set_new(j, "max_map_drop_points", json_real(k->max_map_drop));
+    if (k->use_drop) json_object_set_new(j, "max_map_drop_points", json_real(k->max_map_drop));
+    if (k->margin > 0) json_object_set_new(j, "search_margin", json_real(k->margin));
     if (k->min_map >= 0) json_object_set_new(j, "min_map", json_real(k->min_map));
     if (k->use_tol) json_object_set_new(j, "compare", json_pack("{s:f,s:f,s:s}", "atol", k->tol.tol.atol, "rtol",
                                                                 k->tol.tol.rtol, "check_error_stat", cmp_stat_name(k->tol.tol.stat)));
@@ -156,8 +157,12 @@ static int write_md(const fp_ctx_t *c, const char *cfg, fp_result_t *ours, fp_re
     fprintf(f, "## Precision repair: %s at %s\n\n", cfg, c->low);
     fprintf(f, "%d float layers (%d units), %.4g GFLOP per sample; %d search and %d held-out samples; %d evaluations, %.1f s.\n",
             c->n_layers, c->n_units, c->total_flops / 1e9, c->n_search, c->n_samples - c->n_search, c->evals, fp_now() - c->t_start);
-    if (c->crit.use_map) fprintf(f, "Reference AP (FP32): %.4f on the search samples, %.4f held out; criterion: at most %.2f points lost.\n",
-                                 c->ref_map_search, c->ref_map_hold, c->crit.max_map_drop);
+    if (c->crit.use_map) fprintf(f, "Reference AP (FP32): %.4f on the search samples, %.4f held out.\n", c->ref_map_search,
+                                 c->ref_map_hold);
+    if (c->crit.use_drop) fprintf(f, "Criterion: at most %.2f AP points lost.\n", c->crit.max_map_drop);
+    if (c->crit.min_map >= 0) fprintf(f, "Criterion: AP at least %.4f.\n", c->crit.min_map);
+    if (c->crit.margin > 0) fprintf(f, "The search's own evaluations demanded a margin of %g (AP points or dB) beyond it.\n",
+                                    c->crit.margin);
     if (c->crit.use_snr) fprintf(f, "Criterion: SNR >= %.1f dB on every float output.\n", c->crit.min_snr_db);
     if (c->crit.use_cos) fprintf(f, "Criterion: cosine >= %.6f on every float output.\n", c->crit.min_cosine);
     if (c->crit.use_tol) fprintf(f, "Criterion: compare's rule (atol %.3g, rtol %.3g, %s) on every output.\n",

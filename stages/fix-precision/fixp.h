@@ -19,11 +19,14 @@ typedef struct fp_sample {
 
 /* What "accurate enough" means; every given part must hold. */
 typedef struct fp_criterion {
-    int use_map;  double max_map_drop;     /* AP points against the FP32 reference */
+    int use_map;                           /* either mAP criterion: decode and evaluate */
+    int use_drop; double max_map_drop;     /* AP points against the FP32 reference */
     int use_tol;  cmp_config_t tol;        /* compare's rules, per output */
     int use_snr;  double min_snr_db;
     int use_cos;  double min_cosine;
-    double min_map;                        /* absolute floor the reference must reach, < 0 none */
+    double min_map;                        /* absolute AP floor (the reference must reach it), < 0 none */
+    double margin;                         /* the search's own evaluations beat the criterion by this much
+                                            * (AP points, dB); baselines and held-out checks use it as given */
 } fp_criterion_t;
 
 /* One unit of layers pinned together (a decomposed LayerNorm is one). */

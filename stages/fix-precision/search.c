@@ -186,10 +186,13 @@ int fp_search(fp_ctx_t *c, int beam, const fp_result_t *seed, fp_result_t *r, pe
         int *sl = xmalloc((seed->n_layers + 1) * sizeof *sl), ns = seed->n_layers;
         for (int i = 0; i < ns; i++) sl[i] = fp_layer_index(c, seed->names[i]);
         fp_score_t ss = seed->search;
-        if (!c->quiet) fprintf(stderr, "fix-precision: eliminating from the baseline's %d layers\n", ns);
-        rc = shrink(c, sl, &ns, &ss, "eliminated from baseline", e);
+        /* the search's margin applies to the seed too */
+        if (c->crit.margin > 0 && fp_budget_left(c)) rc = eval_layers(c, sl, ns, &ss, e);
+        else if (c->crit.margin > 0) ss.pass = 0;
+        if (!rc && ss.pass && !c->quiet) fprintf(stderr, "fix-precision: eliminating from the baseline's %d layers\n", ns);
+        if (!rc && ss.pass) rc = shrink(c, sl, &ns, &ss, "eliminated from baseline", e);
         /* even with no budget left to eliminate, a smaller passing set wins */
-        if (!rc && (!cur.pass || ns < nl)) { memcpy(lay, sl, ns * sizeof *sl); nl = ns; cur = ss; from_seed = 1; }
+        if (!rc && ss.pass && (!cur.pass || ns < nl)) { memcpy(lay, sl, ns * sizeof *sl); nl = ns; cur = ss; from_seed = 1; }
         free(sl);
     }
     if (!rc) {

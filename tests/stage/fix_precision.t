@@ -122,6 +122,17 @@ for tag, mdl, cf in (("nt", os.path.join(nout, "model.onnx"), st),
 ok(res[0] is not None and res[1] is not None and all(np.array_equal(x, y) for x, y in zip(*res)),
    "nafnet-ln: strongly typed model.onnx equals precision.yaml bit for bit on all 16 samples")
 
+# --margin: the search's own evaluations must beat snr=40 by 30 dB; the
+# planted three give 68 dB on the search samples, so the answer must grow
+mg = os.path.join(tmp, "margin")
+rc, _, err = run("fix-precision", cfg, "--precision", "fp16", "-c", "snr=40", "--margin", 30, "-q", "-o", mg,
+                 "--samples", 4, "--holdout", 4)
+rep = json.load(open(os.path.join(mg, "report.json")))
+a = rep["answers"]["fix_precision"]
+ok(rc == 0 and a["search"]["worst_snr_db"] >= 70 and PLANTED < set(a["layers"]) and rep["criterion"]["search_margin"] == 30
+   and a["holdout"]["pass"], "--margin 30: the answer reaches 70 dB on the search samples (a superset of the planted three)",
+   a)
+
 # cannot be met: best attempt written, exit 1
 out2 = os.path.join(tmp, "hopeless")
 rc, _, err = run("fix-precision", cfg, "--precision", "fp16", "-c", "snr=200", "-o", out2, "-q", "--max-evals", 8)
