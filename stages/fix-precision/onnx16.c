@@ -6,7 +6,9 @@
  * (strongly_typed: true) take it as it is; the Casts decide. Types come
  * from parity's own build of the model (shape inference), so nodes that
  * folding removed keep their FP32 form and feed the reduced part through a
- * Cast. */
+ * Cast. The default domain's opset is raised to the first that gives every
+ * reduced op its FLOAT16/BFLOAT16 signature (opset.c: BF16 Conv needs 22);
+ * a reduced op with no such signature computes in FLOAT between Casts. */
 #include <stdlib.h>
 #include <string.h>
 #include "engine/build.h"
