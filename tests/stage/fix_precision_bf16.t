@@ -196,6 +196,26 @@ def wrap_bf16(m, ops, sfx):
     return m
 
 
+# ops ONNX Runtime may expand into their ONNX function when it has no kernel, by an op of their body
+FUNCTION_OPS = {"ReduceMax": ("Softmax", "LogSoftmax"), "Less": ("Clip",), "Max": ("Relu",), "Exp": ("Softmax",)}
+
+
+def bf16_values(m):
+    """Names of the BFLOAT16 values: BF16 initializers and Casts, and what nodes reading them write."""
+    bf = {i.name for i in m.graph.initializer if i.data_type == BF}
+    for n in m.graph.node:
+        if n.op_type == "Cast":
+            if any(a.name == "to" and a.i == BF for a in n.attribute):
+                bf.update(n.output)
+        elif any(x in bf for x in n.input):
+            bf.update(n.output[:1] if n.op_type == "TopK" else n.output)
+    return bf
+
+
+def reads_bf16(m, n):
+    return n.op_type != "Cast" and any(x in bf16_values(m) for x in n.input)
+
+
 def ort_missing_kernels(model_path, tag):
     """Loads in ONNX Runtime; while it names a node without a kernel, wraps that op type and tries again.
     Returns (ops without a BF16 CPU kernel in load order, path of the runnable model, first error) or None."""
@@ -214,8 +234,15 @@ def ort_missing_kernels(model_path, tag):
         k = re.search(r"Could not find an implementation for (\w+)\((\d+)\) node with name '([^']*)'", r["error"])
         if not k:
             return ops, None, r["error"]
-        ops.append((k.group(1), int(k.group(2)), k.group(3)))
-        m = wrap_bf16(m, {ops[-1][0]}, "/ort32_%d" % i)
+        op, name = k.group(1), k.group(3)
+        if not name or name not in {n.name for n in m.graph.node}:
+            # a node of an op ONNX Runtime expanded into its ONNX function (Softmax -> ReduceMax, ...)
+            op = next((n.op_type for n in m.graph.node if n.op_type in FUNCTION_OPS.get(op, ()) and reads_bf16(m, n)), None)
+            if op is None:
+                return ops, None, r["error"]
+            name = "%s's function body" % op
+        ops.append((op, int(k.group(2)), name))
+        m = wrap_bf16(m, {op}, "/ort32_%d" % i)
     return ops, None, first
 
 
