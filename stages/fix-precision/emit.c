@@ -174,6 +174,7 @@ static int write_md(const fp_ctx_t *c, const char *cfg, fp_result_t *ours, fp_re
     char what[260];
     snprintf(what, sizeof what, "bisection (polygraphy debug precision): %s", bi->note);
     md_row(f, c, what, bi);
+    if (ours->note[0]) fprintf(f, "\nfix-precision: %s.\n", ours->note);
     fprintf(f, "\n### Layers kept in FP32\n\n");
     if (!ours->n_units) fprintf(f, "None: the model meets the criterion entirely at %s.\n", c->low);
     for (int i = 0; i < ours->n_units; i++) {

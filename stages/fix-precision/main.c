@@ -224,6 +224,17 @@ int main(int argc, char **argv)
     fp_result_t *seed = ac_ok && (!bi_ok || ac.n_layers <= bi.n_layers) ? &ac : bi_ok ? &bi : NULL;
     c.t0 = fp_now();
     if (fp_search(&c, a.beam, seed, &ours, &e)) goto fail;
+    /* nothing unverified is handed back while a baseline passes both sample sets */
+    if (ours.has_hold && !ours.hold.pass) {
+        fp_result_t *b[2] = {&ac, &bi}, *best = NULL;
+        for (int i = 0; i < 2; i++)
+            if (b[i]->search.pass && b[i]->has_hold && b[i]->hold.pass && b[i]->n_layers < c.n_layers &&
+                (!best || b[i]->n_layers < best->n_layers))
+                best = b[i];
+        if (best && fp_adopt_baseline(&c, &ours, best, best == &ac ? "AutoCast's answer, which passes both, is kept"
+                                                                   : "the bisection's answer, which passes both, is kept", &e))
+            goto fail;
+    }
     if (fp_emit(&c, work, a.config, &ours, &ac, &bi, &low, &e)) goto fail;
     if (dir_stage_commit(work, a.out, &e)) perr_die("fix-precision", &e);
     int met = ours.hold.pass && ours.search.pass;

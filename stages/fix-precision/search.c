@@ -214,6 +214,21 @@ int fp_search(fp_ctx_t *c, int beam, const fp_result_t *seed, fp_result_t *r, pe
     return rc;
 }
 
+int fp_adopt_baseline(fp_ctx_t *c, fp_result_t *r, const fp_result_t *b, const char *what, perr_t *e)
+{
+    int *lay = xmalloc((b->n_layers + 1) * sizeof *lay);
+    for (int i = 0; i < b->n_layers; i++) lay[i] = fp_layer_index(c, b->names[i]);
+    for (int u = 0; u < c->n_units; u++) r->reason[u] = NULL;
+    layers_to_result(c, r, lay, b->n_layers, what);
+    free(lay);
+    r->search = b->search;
+    r->hold = b->hold;
+    r->has_hold = b->has_hold;
+    snprintf(r->note, sizeof r->note, "the search's own answers failed the held-out samples: %s", what);
+    (void)e;
+    return 0;
+}
+
 /* AutoCast: FP32 where a layer reads or writes a value beyond data_max or
  * reads an initializer beyond init_max (statistics over the search samples). */
 int fp_autocast(fp_ctx_t *c, double data_max, double init_max, fp_result_t *r, perr_t *e)

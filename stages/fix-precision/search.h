@@ -21,6 +21,8 @@ typedef struct fp_result {
 int fp_search(fp_ctx_t *c, int beam, const fp_result_t *seed, fp_result_t *r, perr_t *e);
 int fp_autocast(fp_ctx_t *c, double data_max, double init_max, fp_result_t *r, perr_t *e);
 int fp_prefix_suffix(fp_ctx_t *c, fp_result_t *r, perr_t *e);
+/* Hands back baseline b's answer as ours (verified on both sample sets). */
+int fp_adopt_baseline(fp_ctx_t *c, fp_result_t *r, const fp_result_t *b, const char *what, perr_t *e);
 /* Scores r->names on the search and the held-out samples (not counted). */
 int fp_score_result(fp_ctx_t *c, fp_result_t *r, perr_t *e);
 void fp_result_free(fp_result_t *r);

@@ -133,6 +133,38 @@ ok(rc == 0 and a["search"]["worst_snr_db"] >= 70 and PLANTED < set(a["layers"]) 
    and a["holdout"]["pass"], "--margin 30: the answer reaches 70 dB on the search samples (a superset of the planted three)",
    a)
 
+# the search samples are tame, the held-out ones overflow /amp/Mul (x * 1000
+# beyond FP16's 65504): the search keeps nothing, which fails the held-out
+# samples; AutoCast, seeing 1e4 > data_max 512 on the search samples, keeps
+# /amp/Mul and /amp/Div and passes both, so its answer is handed back
+from onnx import helper
+amp = os.path.join(tmp, "amp")
+os.makedirs(amp)
+g = helper.make_graph([helper.make_node("Mul", ["x", "k"], ["m"], name="/amp/Mul"),
+                       helper.make_node("Div", ["m", "k"], ["d"], name="/amp/Div"),
+                       helper.make_node("Relu", ["d"], ["y"], name="/out/Relu")], "amp",
+                      [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 64])],
+                      [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 64])],
+                      [helper.make_tensor("k", TensorProto.FLOAT, [], [1000.0])])
+mm = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+mm.ir_version = 8
+onnx.save(mm, os.path.join(amp, "m.onnx"))
+rng = np.random.default_rng(7)
+for i in range(4):
+    os.makedirs(os.path.join(amp, "in", "s%d" % i))
+    scale = 10 if i < 2 else 200
+    np.save(os.path.join(amp, "in", "s%d" % i, "x.npy"), (scale * rng.uniform(0.5, 1, (1, 64))).astype(np.float32))
+open(os.path.join(amp, "c.yaml"), "w").write("model: %s\ninputs: %s\nprecisions: [fp32]\n" % (os.path.join(amp, "m.onnx"), os.path.join(amp, "in")))
+rc, _, err = run("fix-precision", os.path.join(amp, "c.yaml"), "--precision", "fp16", "-c", "snr=40", "-q",
+                 "--samples", 2, "--holdout", 2, "-o", os.path.join(amp, "out"))
+rep = json.load(open(os.path.join(amp, "out", "report.json")))
+a = rep["answers"]
+ok(rc == 0 and a["reduced"]["search"]["pass"] and not a["reduced"]["holdout"]["pass"] and
+   set(a["autocast"]["layers"]) == {"/amp/Mul", "/amp/Div"} and a["fix_precision"]["layers"] == a["autocast"]["layers"] and
+   a["fix_precision"]["holdout"]["pass"] and "AutoCast" in a["fix_precision"]["note"] and
+   "AutoCast" in open(os.path.join(amp, "out", "report.md")).read().split("### Layers")[0],
+   "the search's answer fails the held-out samples, AutoCast's passes both: AutoCast's is handed back, and said", a)
+
 # cannot be met: best attempt written, exit 1
 out2 = os.path.join(tmp, "hopeless")
 rc, _, err = run("fix-precision", cfg, "--precision", "fp16", "-c", "snr=200", "-o", out2, "-q", "--max-evals", 8)
