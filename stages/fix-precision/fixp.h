@@ -35,7 +35,7 @@ typedef struct fp_unit {
     char *name;             /* its first layer's name, or the LayerNorm's prefix */
     double flops;
     int overflow;           /* produces values beyond the target's range, or non-finite in local mode */
-    int tail;               /* the output tail (after the last GEMM-class layer) */
+    int tail;               /* 2: the output tail (reaches no GEMM-class layer), 1: the output heads */
     double local_snr;       /* worst own-error SNR of its layers (dB) */
     char why[160];
 } fp_unit_t;

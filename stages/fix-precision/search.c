@@ -29,7 +29,7 @@ static int eval_units(fp_ctx_t *c, const int *units, int nu, int lo, int hi, int
     return rc;
 }
 
-/* Rank: overflow sites first, then the output tail, then worst own error
+/* Rank: overflow sites first, then the output tail and heads, then worst own error
  * (lowest SNR), then order. */
 static const fp_ctx_t *rank_ctx;
 static int by_rank(const void *pa, const void *pb)
