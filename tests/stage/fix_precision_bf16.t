@@ -86,7 +86,10 @@ const ort = require(process.argv[1]);
 
 
 def ort_load(paths):
-    p = subprocess.run(NODE + paths, capture_output=True, text=True, cwd=root)
+    try:
+        p = subprocess.run(NODE + paths, capture_output=True, text=True, cwd=root)
+    except OSError:
+        return None
     return {j["f"]: j for j in map(json.loads, p.stdout.splitlines())} if p.returncode == 0 else None
 
 
