@@ -394,6 +394,32 @@ typed = infer(os.path.join(d, "out", "model.onnx"), ST, os.path.join(d, "in"), "
 emul = infer(os.path.join(d, "m.onnx"), os.path.join(d, "out", "precision.yaml"), os.path.join(d, "in"), "ein_emul")
 ok(same(typed, emul), "the Einsum model's typed form equals the BF16 emulation bit for bit")
 
+# opset 13 -> 22 on the nodes whose meaning must be carried: Split without
+# sizes (num_outputs at 18), ReduceMax's axes (an input at 18), RoiAlign-10
+# (output_half_pixel made explicit: RoiAlign-16's default is half_pixel)
+w = numpy_helper.from_array(np.random.default_rng(3).standard_normal((4, 4, 3, 3)).astype(np.float32), "w")
+rois = numpy_helper.from_array(np.array([[0.5, 0.5, 4.5, 3.5], [1, 2, 5.5, 5.5]], np.float32), "rois")
+bidx = numpy_helper.from_array(np.zeros(2, np.int64), "bidx")
+d = fixture("upgrade", [helper.make_node("Conv", ["x", "w"], ["c"], name="conv", pads=[1, 1, 1, 1]),
+                        helper.make_node("Split", ["c"], ["s0", "s1"], name="split", axis=1),
+                        helper.make_node("ReduceMax", ["s1"], ["r"], name="rmax", axes=[1], keepdims=1),
+                        helper.make_node("Mul", ["s0", "r"], ["m"], name="mul"),
+                        helper.make_node("RoiAlign", ["m", "rois", "bidx"], ["y"], name="roi", output_height=2,
+                                         output_width=2, sampling_ratio=2)],
+            [w, rois, bidx], 13, [1, 4, 6, 6], [2, 2, 2, 2])
+rc, _, err = run("fix-precision", os.path.join(d, "c.yaml"), "--precision", "bf16", "-c", "snr=-100", "--samples", 1,
+                 "--holdout", 1, "-q", "-o", os.path.join(d, "out"))
+um = onnx.load(os.path.join(d, "out", "model.onnx")) if rc == 0 else None
+nodes = {n.name: n for n in um.graph.node} if um else {}
+attrs = {k: {a.name: helper.get_attribute_value(a) for a in n.attribute} for k, n in nodes.items()}
+ok(um is not None and um.opset_import[0].version == 22 and attrs["split"].get("num_outputs") == 2 and
+   "axes" not in attrs["rmax"] and len(nodes["rmax"].input) == 2 and
+   attrs["roi"].get("coordinate_transformation_mode") == b"output_half_pixel",
+   "opset 13 -> 22: Split gets num_outputs, ReduceMax its axes input, RoiAlign output_half_pixel", err)
+typed = infer(os.path.join(d, "out", "model.onnx"), ST, os.path.join(d, "in"), "up_typed") if um else None
+emul = infer(os.path.join(d, "m.onnx"), os.path.join(d, "out", "precision.yaml"), os.path.join(d, "in"), "up_emul")
+ok(same(typed, emul), "the upgraded model computes what the opset-13 one does at BF16, bit for bit")
+
 w = numpy_helper.from_array(np.random.default_rng(2).standard_normal((2, 2, 3, 3)).astype(np.float32), "w")
 d = fixture("old", [helper.make_node("Conv", ["x", "w"], ["y"], name="conv", pads=[1, 1, 1, 1])], [w], 12,
             [1, 2, 4, 4], [1, 2, 4, 4])
