@@ -160,6 +160,24 @@ static int is_gemm(const char *op)
     return !strcmp(op, "Conv") || !strcmp(op, "ConvTranspose") || !strcmp(op, "MatMul") || !strcmp(op, "Gemm");
 }
 
+/* down[node]: what the node writes reaches a GEMM-class layer (nodes are
+ * in execution order, so every reader is seen before its producer). */
+static int *gemm_downstream(const graph_t *g)
+{
+    int *down = xcalloc(g->n_nodes + 1, sizeof *down);
+    char *feeds = xcalloc(g->n_vals + 1, 1);   /* value read by a GEMM-class layer or by a node upstream of one */
+    for (int i = g->n_nodes - 1; i >= 0; i--) {
+        const node_t *d = &g->nodes[i];
+        for (int k = 0; k < d->n_out; k++)
+            if (d->out[k] >= 0 && feeds[d->out[k]]) down[i] = 1;
+        if (down[i] || is_gemm(d->op_type))
+            for (int k = 0; k < d->n_in; k++)
+                if (d->in[k] >= 0) feeds[d->in[k]] = 1;
+    }
+    free(feeds);
+    return down;
+}
+
 static void group_units(fp_ctx_t *c, const graph_t *g, const int *lmap)
 {
     int nodes[9], lay[9];
@@ -171,20 +189,31 @@ static void group_units(fp_ctx_t *c, const graph_t *g, const int *lmap)
         }
         if (ok) add_unit(c, lay, n, common_prefix(g, nodes, n), "decomposed LayerNorm");
     }
-    /* the output tail: every layer after the last GEMM-class one (box
-     * decoding, scaling, Sigmoid, TopK...), nearly free, its error landing
-     * on the outputs directly: one candidate */
-    int last = -1, n = 0;
-    int *tail = xmalloc((c->n_layers + 1) * sizeof *tail);
-    for (int l = 0; l < c->n_layers; l++)
-        if (is_gemm(c->layers[l].op)) last = l;
-    for (int l = last + 1; last >= 0 && l < c->n_layers; l++)
-        if (c->layers[l].unit < 0) tail[n++] = l;
-    if (n > 1) {
-        add_unit(c, tail, n, xstrdup("output tail"), "output tail after the last GEMM-class layer");
+    /* the output tail: every layer whose result reaches no GEMM-class layer
+     * (box decoding, scaling, Sigmoid, TopK...), nearly free, its error
+     * landing on the outputs directly; and the output heads: the GEMM-class
+     * layers that feed no other (a detector's class and box projections),
+     * whose rounding lands there too. One candidate each. */
+    int *down = gemm_downstream(g);
+    int *tail = xmalloc((c->n_layers + 1) * sizeof *tail), *head = xmalloc((c->n_layers + 1) * sizeof *head), nt = 0, nh = 0;
+    for (int i = 0; i < g->n_nodes; i++) {
+        int l = lmap[i];
+        if (l < 0 || c->layers[l].unit >= 0 || down[i]) continue;
+        if (is_gemm(c->layers[l].op)) head[nh++] = l;
+        else tail[nt++] = l;
+    }
+    if (nt > 1 && nt < c->n_layers) {
+        add_unit(c, tail, nt, xstrdup("output tail"), "output tail: its results reach no GEMM-class layer");
+        c->units[c->n_units - 1].tail = 2;
+    }
+    if (nh && nh < c->n_layers) {
+        add_unit(c, head, nh, xstrdup(nh > 1 ? "output heads" : c->layers[head[0]].name),
+                 "output head: a GEMM-class layer that feeds no other");
         c->units[c->n_units - 1].tail = 1;
     }
     free(tail);
+    free(head);
+    free(down);
     for (int l = 0; l < c->n_layers; l++)
         if (c->layers[l].unit < 0) add_unit(c, &l, 1, xstrdup(c->layers[l].name), "");
 }

@@ -39,7 +39,8 @@ static json_t *answer_json(const fp_ctx_t *c, const fp_result_t *r, int names)
 static json_t *criterion_json(const fp_criterion_t *k)
 {
     json_t *j = json_object();
-    if (k->use_map) json_object_set_new(j, "max_map_drop_points", json_real(k->max_map_drop));
+    if (k->use_drop) json_object_set_new(j, "max_map_drop_points", json_real(k->max_map_drop));
+    if (k->margin > 0) json_object_set_new(j, "search_margin", json_real(k->margin));
     if (k->min_map >= 0) json_object_set_new(j, "min_map", json_real(k->min_map));
     if (k->use_tol) json_object_set_new(j, "compare", json_pack("{s:f,s:f,s:s}", "atol", k->tol.tol.atol, "rtol",
                                                                 k->tol.tol.rtol, "check_error_stat", cmp_stat_name(k->tol.tol.stat)));
@@ -82,15 +83,41 @@ static void put_shell(FILE *f, const char *s)
     fputc('\'', f);
 }
 
+static void put_layers(FILE *f, const fp_result_t *r)
+{
+    size_t l = 1;
+    for (int i = 0; i < r->n_layers; i++) l += strlen(r->names[i]) + 7;
+    char *spec = xmalloc(l), *p = spec;
+    for (int i = 0; i < r->n_layers; i++) p += sprintf(p, "%s%s:fp32", i ? "," : "", r->names[i]);
+    put_shell(f, spec);
+    free(spec);
+}
+
+/* TensorRT switches TF32 for the whole network (BuilderFlag::kTF32, on by
+ * default; trtexec --noTF32): a layer's FP32 precision does not keep it off
+ * TF32, so keeping some layers exact means no TF32 anywhere. */
+static void tf32_note(FILE *f, const fp_result_t *r)
+{
+    fprintf(f, "# TF32: TensorRT uses it for FP32 layers by default and has no per-layer switch (the builder\n"
+               "# flag kTF32 covers the whole network). %s\n",
+            r->n_layers ? "The answer keeps layers exact, so the line turns TF32 off everywhere (--noTF32):\n"
+                          "# accurate, without TF32's speed; parity's precision.yaml is the only per-layer form."
+                        : "The answer keeps no layer exact: the default build is the answer.");
+}
+
 static int write_trtexec(const fp_ctx_t *c, const fp_result_t *r, const char *path, perr_t *e)
 {
     atomic_file_t af;
     if (atomic_open(&af, path, e)) return -1;
-    fprintf(af.f, "# TensorRT <= 10 (weakly typed; --layerPrecisions is deprecated in 10.12 and gone in 11:\n"
-                  "# there, build model.onnx with --stronglyTyped instead). Layer names are the ONNX node names.\n");
+    int tf32 = !strcmp(c->low, "tf32");
+    if (tf32) tf32_note(af.f, r);
+    else
+        fprintf(af.f, "# TensorRT <= 10 (weakly typed; --layerPrecisions is deprecated in 10.12 and gone in 11:\n"
+                      "# there, build model.onnx with --stronglyTyped instead). Layer names are the ONNX node names.\n");
     fprintf(af.f, "trtexec --onnx=");
     put_shell(af.f, c->model);
-    fprintf(af.f, " --%s", !strcmp(c->low, "tf32") ? "noTF32=false" : c->low);
+    if (tf32 && r->n_layers) fprintf(af.f, " --noTF32");
+    if (!tf32) fprintf(af.f, " --%s", c->low);
     for (int i = 0; i < c->n_shapes; i++) {
         char buf[300];
         snprintf(buf, sizeof buf, "%s", c->shapes[i]);
@@ -99,14 +126,9 @@ static int write_trtexec(const fp_ctx_t *c, const fp_result_t *r, const char *pa
         fprintf(af.f, " --shapes=");
         put_shell(af.f, buf);
     }
-    if (r->n_layers) {
+    if (r->n_layers && !tf32) {
         fprintf(af.f, " --precisionConstraints=obey --layerPrecisions=");
-        size_t l = 1;
-        for (int i = 0; i < r->n_layers; i++) l += strlen(r->names[i]) + 7;
-        char *spec = xmalloc(l), *p = spec;
-        for (int i = 0; i < r->n_layers; i++) p += sprintf(p, "%s%s:fp32", i ? "," : "", r->names[i]);
-        put_shell(af.f, spec);
-        free(spec);
+        put_layers(af.f, r);
     }
     fputc('\n', af.f);
     return atomic_commit(&af, e);
@@ -127,7 +149,7 @@ static void md_row(FILE *f, const fp_ctx_t *c, const char *what, const fp_result
 }
 
 static int write_md(const fp_ctx_t *c, const char *cfg, fp_result_t *ours, fp_result_t *ac, fp_result_t *bi,
-                    fp_result_t *low, int casts, const char *path, perr_t *e)
+                    fp_result_t *low, const fp_typed_t *ty, const char *path, perr_t *e)
 {
     atomic_file_t af;
     if (atomic_open(&af, path, e)) return -1;
@@ -135,8 +157,12 @@ static int write_md(const fp_ctx_t *c, const char *cfg, fp_result_t *ours, fp_re
     fprintf(f, "## Precision repair: %s at %s\n\n", cfg, c->low);
     fprintf(f, "%d float layers (%d units), %.4g GFLOP per sample; %d search and %d held-out samples; %d evaluations, %.1f s.\n",
             c->n_layers, c->n_units, c->total_flops / 1e9, c->n_search, c->n_samples - c->n_search, c->evals, fp_now() - c->t_start);
-    if (c->crit.use_map) fprintf(f, "Reference AP (FP32): %.4f on the search samples, %.4f held out; criterion: at most %.2f points lost.\n",
-                                 c->ref_map_search, c->ref_map_hold, c->crit.max_map_drop);
+    if (c->crit.use_map) fprintf(f, "Reference AP (FP32): %.4f on the search samples, %.4f held out.\n", c->ref_map_search,
+                                 c->ref_map_hold);
+    if (c->crit.use_drop) fprintf(f, "Criterion: at most %.2f AP points lost.\n", c->crit.max_map_drop);
+    if (c->crit.min_map >= 0) fprintf(f, "Criterion: AP at least %.4f.\n", c->crit.min_map);
+    if (c->crit.margin > 0) fprintf(f, "The search's own evaluations demanded a margin of %g (AP points or dB) beyond it.\n",
+                                    c->crit.margin);
     if (c->crit.use_snr) fprintf(f, "Criterion: SNR >= %.1f dB on every float output.\n", c->crit.min_snr_db);
     if (c->crit.use_cos) fprintf(f, "Criterion: cosine >= %.6f on every float output.\n", c->crit.min_cosine);
     if (c->crit.use_tol) fprintf(f, "Criterion: compare's rule (atol %.3g, rtol %.3g, %s) on every output.\n",
@@ -148,6 +174,7 @@ static int write_md(const fp_ctx_t *c, const char *cfg, fp_result_t *ours, fp_re
     char what[260];
     snprintf(what, sizeof what, "bisection (polygraphy debug precision): %s", bi->note);
     md_row(f, c, what, bi);
+    if (ours->note[0]) fprintf(f, "\nfix-precision: %s.\n", ours->note);
     fprintf(f, "\n### Layers kept in FP32\n\n");
     if (!ours->n_units) fprintf(f, "None: the model meets the criterion entirely at %s.\n", c->low);
     for (int i = 0; i < ours->n_units; i++) {
@@ -161,8 +188,20 @@ static int write_md(const fp_ctx_t *c, const char *cfg, fp_result_t *ours, fp_re
         if (u->why[0]) fprintf(f, "; %s", u->why);
         fprintf(f, "; own error %.1f dB SNR\n", u->local_snr);
     }
-    fprintf(f, "\nOutputs: `precision.yaml` (build-engine --config), `model.onnx` (%s), `trtexec.txt` (TensorRT <= 10).\n",
-            casts >= 0 ? "strongly typed mixed precision" : "not written: TF32 has no ONNX type");
+    fprintf(f, "\nOutputs: `precision.yaml` (build-engine --config), `trtexec.txt` (%s), ",
+            strcmp(c->low, "tf32") ? "TensorRT <= 10" : "TensorRT: TF32 is a whole-network switch there");
+    if (ty->written) {
+        fprintf(f, "`model.onnx` (strongly typed mixed precision, %d Casts", ty->casts);
+        if (ty->opset_to != ty->opset_from)
+            fprintf(f, "; opset %d -> %d: the first with %s signatures for its reduced ops", ty->opset_from, ty->opset_to,
+                    c->low);
+        if (ty->wrapped)
+            fprintf(f, "; %d node(s) (%s) have no %s signature up to opset 22 and compute in FP32 between Casts, "
+                       "as the emulation does", ty->wrapped, ty->wrapped_ops, c->low);
+        fprintf(f, ").\n");
+    } else {
+        fprintf(f, "no `model.onnx`: %s.\n", ty->why);
+    }
     return atomic_commit(&af, e);
 }
 
@@ -176,16 +215,22 @@ int fp_emit(fp_ctx_t *c, const char *dir, const char *cfg, fp_result_t *ours, fp
         why[i] = u != prev ? c->units[u].name : NULL;
         prev = u;
     }
-    int rc = 0, casts = -1;
+    int rc = 0;
+    fp_typed_t ty = {0};
 #define OUT(name) (free(p), p = path_join(dir, name))
     rc = fp_write_config(c, ours->names, why, ours->n_layers, OUT("precision.yaml"), e) ||
          fp_write_config(c, ac->names, NULL, ac->n_layers, OUT("autocast.yaml"), e) ||
          fp_write_config(c, bi->names, NULL, bi->n_layers, OUT("bisect.yaml"), e) ||
          write_trtexec(c, ours, OUT("trtexec.txt"), e);
     char *cfgp = path_join(dir, "precision.yaml");
-    if (!rc && strcmp(c->low, "tf32")) rc = fp_write_typed_onnx(c, ours->names, ours->n_layers, cfgp, OUT("model.onnx"), &casts, e);
+    if (!rc && strcmp(c->low, "tf32")) rc = fp_write_typed_onnx(c, ours->names, ours->n_layers, cfgp, OUT("model.onnx"), &ty, e);
+    else if (!rc)
+        snprintf(ty.why, sizeof ty.why, "TF32 is not an ONNX type but a way of computing FP32 layers: the FP32 model "
+                 "%s is unchanged and is the model to deploy; precision.yaml (parity) and trtexec.txt say where TF32 "
+                 "is allowed", c->model);
+    if (!rc && !ty.written) fprintf(stderr, "fix-precision: no model.onnx: %s\n", ty.why);
     free(cfgp);
-    if (!rc) rc = write_md(c, cfg, ours, ac, bi, low, casts, OUT("report.md"), e);
+    if (!rc) rc = write_md(c, cfg, ours, ac, bi, low, &ty, OUT("report.md"), e);
     if (!rc) {
         json_t *j = json_pack("{s:s,s:s,s:s,s:o,s:{s:i,s:i},s:i,s:f,s:i,s:i,s:f}", "config", cfg, "model", c->model,
                               "precision", c->low, "criterion", criterion_json(&c->crit), "samples", "search", c->n_search,
@@ -197,7 +242,12 @@ int fp_emit(fp_ctx_t *c, const char *dir, const char *cfg, fp_result_t *ours, fp
                                                     "fix_precision", answer_json(c, ours, 1), "autocast", answer_json(c, ac, 1),
                                                     "bisect", answer_json(c, bi, 1)));
         json_object_set_new(j, "chosen", chosen_json(c, ours));
-        json_object_set_new(j, "typed_onnx_casts", casts >= 0 ? json_integer(casts) : json_null());
+        json_object_set_new(j, "typed_onnx_casts", ty.written ? json_integer(ty.casts) : json_null());
+        json_t *t = json_pack("{s:b,s:i,s:i,s:i,s:i}", "written", ty.written, "opset_from", ty.opset_from, "opset",
+                              ty.opset_to, "casts", ty.casts, "fp32_between_casts", ty.wrapped);
+        json_object_set_new(t, "fp32_between_casts_ops", json_string(ty.wrapped_ops));
+        if (!ty.written) json_object_set_new(t, "why", json_string(ty.why));
+        json_object_set_new(j, "typed_onnx", t);
         rc = coco_json_write(OUT("report.json"), j, e);
         json_decref(j);
     }

@@ -245,9 +245,11 @@ int fp_evaluate(fp_ctx_t *c, char **fp32, int n, int lo, int hi, int counted, fp
     for (int i = lo; i < hi; i++) tensorset_free(&outs[i - lo]);
     free(outs);
     if (rc) return -1;
-    sc->pass = (!c->crit.use_map || sc->map_drop <= c->crit.max_map_drop + 1e-9) &&
+    double m = counted ? c->crit.margin : 0;
+    sc->pass = (!c->crit.use_drop || sc->map_drop <= c->crit.max_map_drop - m + 1e-9) &&
+               (c->crit.min_map < 0 || 100.0 * sc->map >= 100.0 * c->crit.min_map + m - 1e-9) &&
                (!c->crit.use_tol || sc->tol_failed == 0) &&
-               (!c->crit.use_snr || sc->worst_snr >= c->crit.min_snr_db) &&
+               (!c->crit.use_snr || sc->worst_snr >= c->crit.min_snr_db + m) &&
                (!c->crit.use_cos || sc->worst_cos >= c->crit.min_cosine);
     if (counted) c->evals++;
     return 0;

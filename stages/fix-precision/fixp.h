@@ -19,11 +19,14 @@ typedef struct fp_sample {
 
 /* What "accurate enough" means; every given part must hold. */
 typedef struct fp_criterion {
-    int use_map;  double max_map_drop;     /* AP points against the FP32 reference */
+    int use_map;                           /* either mAP criterion: decode and evaluate */
+    int use_drop; double max_map_drop;     /* AP points against the FP32 reference */
     int use_tol;  cmp_config_t tol;        /* compare's rules, per output */
     int use_snr;  double min_snr_db;
     int use_cos;  double min_cosine;
-    double min_map;                        /* absolute floor the reference must reach, < 0 none */
+    double min_map;                        /* absolute AP floor (the reference must reach it), < 0 none */
+    double margin;                         /* the search's own evaluations beat the criterion by this much
+                                            * (AP points, dB); baselines and held-out checks use it as given */
 } fp_criterion_t;
 
 /* One unit of layers pinned together (a decomposed LayerNorm is one). */
@@ -32,7 +35,7 @@ typedef struct fp_unit {
     char *name;             /* its first layer's name, or the LayerNorm's prefix */
     double flops;
     int overflow;           /* produces values beyond the target's range, or non-finite in local mode */
-    int tail;               /* the output tail (after the last GEMM-class layer) */
+    int tail;               /* 2: the output tail (reaches no GEMM-class layer), 1: the output heads */
     double local_snr;       /* worst own-error SNR of its layers (dB) */
     char why[160];
 } fp_unit_t;

@@ -57,6 +57,8 @@ static const char usage[] =
     "      --max-evals N       evaluation budget of the search (default 60)\n"
     "      --max-seconds S     time budget of the search, 0 = none (default 0)\n"
     "      --beam K            candidates measured per greedy step (default 4)\n"
+    "      --margin M          the search's own evaluations must beat the criterion by M (AP points for\n"
+    "                          map-drop/min-map, dB for snr; default 0); held-out checks use it as given\n"
     "      --threads N         worker threads (default 1); results do not depend on it\n"
     "  -q, --quiet             no progress on stderr\n"
     "  -h, --help | -V, --version\n"
@@ -75,7 +77,7 @@ static void add_criterion(fp_criterion_t *k, const char *spec)
     const char *eq = strchr(spec, '=');
     size_t l = eq ? (size_t)(eq - spec) : strlen(spec);
     if (l == 7 && !strncmp(spec, "compare", l) && !eq) k->use_tol = 1;
-    else if (eq && l == 8 && !strncmp(spec, "map-drop", l)) { k->use_map = 1; k->max_map_drop = parse_num(eq + 1, spec); }
+    else if (eq && l == 8 && !strncmp(spec, "map-drop", l)) { k->use_map = k->use_drop = 1; k->max_map_drop = parse_num(eq + 1, spec); }
     else if (eq && l == 7 && !strncmp(spec, "min-map", l)) { k->use_map = 1; k->min_map = parse_num(eq + 1, spec); }
     else if (eq && l == 3 && !strncmp(spec, "snr", l)) { k->use_snr = 1; k->min_snr_db = parse_num(eq + 1, spec); }
     else if (eq && l == 6 && !strncmp(spec, "cosine", l)) { k->use_cos = 1; k->min_cosine = parse_num(eq + 1, spec); }
@@ -124,7 +126,7 @@ static void setup(fp_ctx_t *c, cli_t *a, model_cfg_t *m, perr_t *e)
     c->n_shapes = m->n_shapes;
     if (config_tolerances(m, &c->crit.tol, e)) perr_die("fix-precision", e);
     if (!a->explicit_crit) {
-        if (m->detection && m->max_map_drop >= 0) { c->crit.use_map = 1; c->crit.max_map_drop = m->max_map_drop; }
+        if (m->detection && m->max_map_drop >= 0) { c->crit.use_map = c->crit.use_drop = 1; c->crit.max_map_drop = m->max_map_drop; }
         else c->crit.use_tol = 1;
     }
     if (c->crit.use_map && !m->detection)
@@ -156,6 +158,7 @@ int main(int argc, char **argv)
         {"build-dir", required_argument, 0, 'B'}, {"samples", required_argument, 0, 'S'},
         {"holdout", required_argument, 0, 'H'}, {"max-evals", required_argument, 0, 'E'},
         {"max-seconds", required_argument, 0, 'T'}, {"beam", required_argument, 0, 'K'},
+        {"margin", required_argument, 0, 'M'},
         {"threads", required_argument, 0, 't'}, {"quiet", no_argument, 0, 'q'},
         {"help", no_argument, 0, 'h'}, {"version", no_argument, 0, 'V'}, {0, 0, 0, 0},
     };
@@ -174,6 +177,7 @@ int main(int argc, char **argv)
         case 'E': c.max_evals = (int)parse_num(optarg, "--max-evals"); break;
         case 'T': c.max_seconds = parse_num(optarg, "--max-seconds"); break;
         case 'K': a.beam = (int)parse_num(optarg, "--beam"); break;
+        case 'M': c.crit.margin = parse_num(optarg, "--margin"); break;
         case 't': c.threads = (int)parse_num(optarg, "--threads"); break;
         case 'q': c.quiet = 1; break;
         case 'h': fputs(usage, stdout); return 0;
@@ -186,6 +190,7 @@ int main(int argc, char **argv)
     if (!a.precision || !a.out) die_usage("fix-precision", "missing --precision or -o OUTDIR");
     if (strcmp(a.precision, "fp16") && strcmp(a.precision, "bf16") && strcmp(a.precision, "tf32"))
         die_usage("fix-precision", "--precision '%s': expected fp16, bf16 or tf32", a.precision);
+    if (c.crit.margin < 0) die_usage("fix-precision", "--margin must be at least 0");
     if (a.samples < 1 || a.holdout < 0 || a.beam < 1 || c.threads < 1 || c.threads > 256)
         die_usage("fix-precision", "--samples, --beam and --threads must be at least 1, --holdout at least 0");
     if (c.max_evals < 2 || (c.max_seconds > 0 && c.max_seconds < 1))
@@ -219,6 +224,17 @@ int main(int argc, char **argv)
     fp_result_t *seed = ac_ok && (!bi_ok || ac.n_layers <= bi.n_layers) ? &ac : bi_ok ? &bi : NULL;
     c.t0 = fp_now();
     if (fp_search(&c, a.beam, seed, &ours, &e)) goto fail;
+    /* nothing unverified is handed back while a baseline passes both sample sets */
+    if (ours.has_hold && !ours.hold.pass) {
+        fp_result_t *b[2] = {&ac, &bi}, *best = NULL;
+        for (int i = 0; i < 2; i++)
+            if (b[i]->search.pass && b[i]->has_hold && b[i]->hold.pass && b[i]->n_layers < c.n_layers &&
+                (!best || b[i]->n_layers < best->n_layers))
+                best = b[i];
+        if (best && fp_adopt_baseline(&c, &ours, best, best == &ac ? "AutoCast's answer, which passes both, is kept"
+                                                                   : "the bisection's answer, which passes both, is kept", &e))
+            goto fail;
+    }
     if (fp_emit(&c, work, a.config, &ours, &ac, &bi, &low, &e)) goto fail;
     if (dir_stage_commit(work, a.out, &e)) perr_die("fix-precision", &e);
     int met = ours.hold.pass && ours.search.pass;

@@ -6,7 +6,9 @@
  * (strongly_typed: true) take it as it is; the Casts decide. Types come
  * from parity's own build of the model (shape inference), so nodes that
  * folding removed keep their FP32 form and feed the reduced part through a
- * Cast. */
+ * Cast. The default domain's opset is raised to the first that gives every
+ * reduced op its FLOAT16/BFLOAT16 signature (opset.c: BF16 Conv needs 22);
+ * a reduced op with no such signature computes in FLOAT between Casts. */
 #include <stdlib.h>
 #include <string.h>
 #include "engine/build.h"
@@ -38,6 +40,8 @@ typedef struct typer {
     char **lowvals; int n_low;  /* tensors now in the reduced type */
     Onnx__NodeProto **out; int n_out, cap_out;
     int casts;
+    int to;                     /* the typed model's opset */
+    fp_typed_t *info;
 } typer_t;
 
 static int in_list(char **v, int n, const char *s)
@@ -143,11 +147,28 @@ static void rename_uses(Onnx__GraphProto *g, const char *from, const char *to)
             if (!strcmp(g->node[i]->input[k], from)) { free(g->node[i]->input[k]); g->node[i]->input[k] = xstrdup(to); }
 }
 
+/* Adds an op type to the list of those computed in FP32 between Casts. */
+static void note_wrapped(fp_typed_t *info, const char *op)
+{
+    info->wrapped++;
+    size_t l = strlen(op), have = strlen(info->wrapped_ops);
+    for (const char *p = info->wrapped_ops; (p = strstr(p, op)); p += l)
+        if ((p == info->wrapped_ops || p[-1] == ',') && (p[l] == ',' || !p[l])) return;
+    if (have + l + 2 < sizeof info->wrapped_ops)
+        snprintf(info->wrapped_ops + have, sizeof info->wrapped_ops - have, "%s%s", have ? "," : "", op);
+}
+
 static void retype(typer_t *t, char **fp32, int nf)
 {
     Onnx__GraphProto *g = t->og;
     int *low = xcalloc(g->n_node + 1, sizeof *low);
-    for (size_t i = 0; i < g->n_node; i++) low[i] = is_low_node(t, g->node[i], fp32, nf);
+    int *wrap = xcalloc(g->n_node + 1, sizeof *wrap);
+    for (size_t i = 0; i < g->n_node; i++) {
+        low[i] = is_low_node(t, g->node[i], fp32, nf);
+        int f = fp_first_signature(g->node[i]->op_type, t->lowt);
+        wrap[i] = low[i] && (!f || f > t->to);
+        if (wrap[i]) note_wrapped(t->info, g->node[i]->op_type);
+    }
     /* weights read only by reduced layers (at positions that follow the node's type) */
     for (size_t w = 0; w < g->n_initializer; w++) {
         Onnx__TensorProto *p = g->initializer[w];
@@ -184,11 +205,40 @@ static void retype(typer_t *t, char **fp32, int nf)
             if (!*n->input[k]) continue;
             int cur = type_of(t, n->input[k]);
             if (cur != DT_FLOAT && cur != t->lowt) continue;
+            if (wrap[i] && !keeps_type(n->op_type, k)) {
+                /* computes in FP32 on the rounded value, as the emulation does */
+                char *v = cur == t->lowt ? xstrdup(n->input[k]) : cast_to(t, n->input[k], t->lowt);
+                free(n->input[k]);
+                n->input[k] = cast_to(t, v, DT_FLOAT);
+                free(v);
+                continue;
+            }
             int want = low[i] && !keeps_type(n->op_type, k) ? t->lowt : keeps_type(n->op_type, k) ? cur : DT_FLOAT;
             if (want == cur) continue;
             char *o = cast_to(t, n->input[k], want);
             free(n->input[k]);
             n->input[k] = o;
+        }
+        if (wrap[i]) {
+            /* FP32 output, rounded by a Cast under the original name */
+            int np = 0;
+            Onnx__NodeProto **post = xmalloc((n->n_output + 1) * sizeof *post);
+            for (size_t k = 0; k < n->n_output; k++) {
+                if (type_of(t, n->output[k]) != DT_FLOAT && !strstr(n->output[k], "/lowp")) continue;
+                size_t l = strlen(n->output[k]) + 8;
+                char *r = xmalloc(l);
+                snprintf(r, l, "%s/fp32", n->output[k]);
+                post[np] = cast_node(r, n->output[k], t->lowt);
+                t->lowvals = xrealloc(t->lowvals, (t->n_low + 1) * sizeof *t->lowvals);
+                t->lowvals[t->n_low++] = post[np++]->output[0];
+                free(n->output[k]);
+                n->output[k] = r;
+            }
+            push_node(t, n);
+            for (int k = 0; k < np; k++) push_node(t, post[k]);
+            t->casts += np;
+            free(post);
+            continue;
         }
         if (low[i]) {
             for (size_t k = 0; k < n->n_output; k++)
@@ -212,6 +262,7 @@ static void retype(typer_t *t, char **fp32, int nf)
     }
     free(gout);
     free(low);
+    free(wrap);
     free(g->node);
     g->node = t->out;
     g->n_node = t->n_out;
@@ -236,22 +287,28 @@ static Onnx__NodeProto *node_named(Onnx__GraphProto *g, const char *name, size_t
     return NULL;
 }
 
-static void add_initializer(Onnx__GraphProto *g, const char *name, const tensor_t *t)
+void fp_add_initializer(Onnx__GraphProto *g, const char *name, int dtype, const int64_t *dims, int ndim,
+                        const void *data, size_t nbytes)
 {
     Onnx__TensorProto *p = xmalloc(sizeof *p);
     onnx__tensor_proto__init(p);
     p->name = xstrdup(name);
     p->has_data_type = 1;
-    p->data_type = DT_FLOAT;
-    p->n_dims = t->ndim;
-    p->dims = xmalloc((t->ndim + 1) * sizeof *p->dims);
-    for (int d = 0; d < t->ndim; d++) p->dims[d] = t->dims[d];
+    p->data_type = dtype;
+    p->n_dims = ndim;
+    p->dims = xmalloc((ndim + 1) * sizeof *p->dims);
+    for (int d = 0; d < ndim; d++) p->dims[d] = dims[d];
     p->has_raw_data = 1;
-    p->raw_data.len = tensor_nbytes(t);
-    p->raw_data.data = xmalloc(p->raw_data.len + 1);
-    memcpy(p->raw_data.data, t->data, p->raw_data.len);
+    p->raw_data.len = nbytes;
+    p->raw_data.data = xmalloc(nbytes + 1);
+    memcpy(p->raw_data.data, data, nbytes);
     g->initializer = xrealloc(g->initializer, (g->n_initializer + 1) * sizeof *g->initializer);
     g->initializer[g->n_initializer++] = p;
+}
+
+static void add_initializer(Onnx__GraphProto *g, const char *name, const tensor_t *t)
+{
+    fp_add_initializer(g, name, DT_FLOAT, t->dims, t->ndim, t->data, tensor_nbytes(t));
 }
 
 static void set_input(Onnx__NodeProto *n, size_t k, const char *name)
@@ -299,11 +356,22 @@ static void carry_folds(Onnx__GraphProto *og, const graph_t *bg)
     }
 }
 
-int fp_write_typed_onnx(const fp_ctx_t *c, char **fp32, int n, const char *config, const char *path, int *casts,
+/* The opset where every reduced node has its reduced signature (within the
+ * upgrade table's reach; the others compute in FP32 between Casts). */
+static int target_opset(const typer_t *t, const Onnx__ModelProto *m, char **fp32, int nf)
+{
+    int to = fp_model_opset(m);
+    for (size_t i = 0; i < m->graph->n_node; i++)
+        if (is_low_node(t, m->graph->node[i], fp32, nf)) to = fp_needed_opset(m->graph->node[i]->op_type, t->lowt, to);
+    return to;
+}
+
+int fp_write_typed_onnx(const fp_ctx_t *c, char **fp32, int n, const char *config, const char *path, fp_typed_t *info,
                         perr_t *e)
 {
     char *buf;
     size_t len;
+    memset(info, 0, sizeof *info);
     if (read_file(c->model, &buf, &len, e)) return -1;
     Onnx__ModelProto *m = onnx__model_proto__unpack(NULL, len, (const uint8_t *)buf);
     free(buf);
@@ -312,14 +380,24 @@ int fp_write_typed_onnx(const fp_ctx_t *c, char **fp32, int n, const char *confi
     if (!bg) { graph_free(g); onnx__model_proto__free_unpacked(m, NULL); return -1; }
     carry_folds(m->graph, bg);
     graph_free(bg);
-    typer_t t = {.c = c, .g = g, .og = m->graph, .lowt = !strcmp(c->low, "bf16") ? DT_BFLOAT16 : DT_FLOAT16};
+    typer_t t = {.c = c, .g = g, .og = m->graph, .lowt = !strcmp(c->low, "bf16") ? DT_BFLOAT16 : DT_FLOAT16, .info = info};
+    info->opset_from = fp_model_opset(m);
+    t.to = info->opset_to = target_opset(&t, m, fp32, n);
     retype(&t, fp32, n);
-    *casts = t.casts;
-    size_t sz = onnx__model_proto__get_packed_size(m);
-    uint8_t *out = xmalloc(sz + 1);
-    onnx__model_proto__pack(m, out);
-    int rc = atomic_write(path, out, sz, e);
-    free(out);
+    info->casts = t.casts;
+    perr_t why = {0};
+    int rc = 0;
+    if (fp_upgrade_opset(m, t.to, &why)) {
+        /* the search's answer stands; only this output cannot be made */
+        snprintf(info->why, sizeof info->why, "%s: %s", c->model, why.msg);
+    } else {
+        size_t sz = onnx__model_proto__get_packed_size(m);
+        uint8_t *out = xmalloc(sz + 1);
+        onnx__model_proto__pack(m, out);
+        rc = atomic_write(path, out, sz, e);
+        info->written = !rc;
+        free(out);
+    }
     free(t.lowvals);
     onnx__model_proto__free_unpacked(m, NULL);
     graph_free(g);

@@ -29,7 +29,7 @@ static int eval_units(fp_ctx_t *c, const int *units, int nu, int lo, int hi, int
     return rc;
 }
 
-/* Rank: overflow sites first, then the output tail, then worst own error
+/* Rank: overflow sites first, then the output tail and heads, then worst own error
  * (lowest SNR), then order. */
 static const fp_ctx_t *rank_ctx;
 static int by_rank(const void *pa, const void *pb)
@@ -186,10 +186,13 @@ int fp_search(fp_ctx_t *c, int beam, const fp_result_t *seed, fp_result_t *r, pe
         int *sl = xmalloc((seed->n_layers + 1) * sizeof *sl), ns = seed->n_layers;
         for (int i = 0; i < ns; i++) sl[i] = fp_layer_index(c, seed->names[i]);
         fp_score_t ss = seed->search;
-        if (!c->quiet) fprintf(stderr, "fix-precision: eliminating from the baseline's %d layers\n", ns);
-        rc = shrink(c, sl, &ns, &ss, "eliminated from baseline", e);
+        /* the search's margin applies to the seed too */
+        if (c->crit.margin > 0 && fp_budget_left(c)) rc = eval_layers(c, sl, ns, &ss, e);
+        else if (c->crit.margin > 0) ss.pass = 0;
+        if (!rc && ss.pass && !c->quiet) fprintf(stderr, "fix-precision: eliminating from the baseline's %d layers\n", ns);
+        if (!rc && ss.pass) rc = shrink(c, sl, &ns, &ss, "eliminated from baseline", e);
         /* even with no budget left to eliminate, a smaller passing set wins */
-        if (!rc && (!cur.pass || ns < nl)) { memcpy(lay, sl, ns * sizeof *sl); nl = ns; cur = ss; from_seed = 1; }
+        if (!rc && ss.pass && (!cur.pass || ns < nl)) { memcpy(lay, sl, ns * sizeof *sl); nl = ns; cur = ss; from_seed = 1; }
         free(sl);
     }
     if (!rc) {
@@ -209,6 +212,21 @@ int fp_search(fp_ctx_t *c, int beam, const fp_result_t *seed, fp_result_t *r, pe
     }
     free(rank); free(set); free(trial); free(lay); free(ulay);
     return rc;
+}
+
+int fp_adopt_baseline(fp_ctx_t *c, fp_result_t *r, const fp_result_t *b, const char *what, perr_t *e)
+{
+    int *lay = xmalloc((b->n_layers + 1) * sizeof *lay);
+    for (int i = 0; i < b->n_layers; i++) lay[i] = fp_layer_index(c, b->names[i]);
+    for (int u = 0; u < c->n_units; u++) r->reason[u] = NULL;
+    layers_to_result(c, r, lay, b->n_layers, what);
+    free(lay);
+    r->search = b->search;
+    r->hold = b->hold;
+    r->has_hold = b->has_hold;
+    snprintf(r->note, sizeof r->note, "the search's own answers failed the held-out samples: %s", what);
+    (void)e;
+    return 0;
 }
 
 /* AutoCast: FP32 where a layer reads or writes a value beyond data_max or

@@ -122,6 +122,49 @@ for tag, mdl, cf in (("nt", os.path.join(nout, "model.onnx"), st),
 ok(res[0] is not None and res[1] is not None and all(np.array_equal(x, y) for x, y in zip(*res)),
    "nafnet-ln: strongly typed model.onnx equals precision.yaml bit for bit on all 16 samples")
 
+# --margin: the search's own evaluations must beat snr=40 by 30 dB; the
+# planted three give 68 dB on the search samples, so the answer must grow
+mg = os.path.join(tmp, "margin")
+rc, _, err = run("fix-precision", cfg, "--precision", "fp16", "-c", "snr=40", "--margin", 30, "-q", "-o", mg,
+                 "--samples", 4, "--holdout", 4)
+rep = json.load(open(os.path.join(mg, "report.json")))
+a = rep["answers"]["fix_precision"]
+ok(rc == 0 and a["search"]["worst_snr_db"] >= 70 and PLANTED < set(a["layers"]) and rep["criterion"]["search_margin"] == 30
+   and a["holdout"]["pass"], "--margin 30: the answer reaches 70 dB on the search samples (a superset of the planted three)",
+   a)
+
+# the search samples are tame, the held-out ones overflow /amp/Mul (x * 1000
+# beyond FP16's 65504): the search keeps nothing, which fails the held-out
+# samples; AutoCast, seeing 1e4 > data_max 512 on the search samples, keeps
+# /amp/Mul and /amp/Div and passes both, so its answer is handed back
+from onnx import helper
+amp = os.path.join(tmp, "amp")
+os.makedirs(amp)
+g = helper.make_graph([helper.make_node("Mul", ["x", "k"], ["m"], name="/amp/Mul"),
+                       helper.make_node("Div", ["m", "k"], ["d"], name="/amp/Div"),
+                       helper.make_node("Relu", ["d"], ["y"], name="/out/Relu")], "amp",
+                      [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 64])],
+                      [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 64])],
+                      [helper.make_tensor("k", TensorProto.FLOAT, [], [1000.0])])
+mm = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+mm.ir_version = 8
+onnx.save(mm, os.path.join(amp, "m.onnx"))
+rng = np.random.default_rng(7)
+for i in range(4):
+    os.makedirs(os.path.join(amp, "in", "s%d" % i))
+    scale = 10 if i < 2 else 200
+    np.save(os.path.join(amp, "in", "s%d" % i, "x.npy"), (scale * rng.uniform(0.5, 1, (1, 64))).astype(np.float32))
+open(os.path.join(amp, "c.yaml"), "w").write("model: %s\ninputs: %s\nprecisions: [fp32]\n" % (os.path.join(amp, "m.onnx"), os.path.join(amp, "in")))
+rc, _, err = run("fix-precision", os.path.join(amp, "c.yaml"), "--precision", "fp16", "-c", "snr=40", "-q",
+                 "--samples", 2, "--holdout", 2, "-o", os.path.join(amp, "out"))
+rep = json.load(open(os.path.join(amp, "out", "report.json")))
+a = rep["answers"]
+ok(rc == 0 and a["reduced"]["search"]["pass"] and not a["reduced"]["holdout"]["pass"] and
+   set(a["autocast"]["layers"]) == {"/amp/Mul", "/amp/Div"} and a["fix_precision"]["layers"] == a["autocast"]["layers"] and
+   a["fix_precision"]["holdout"]["pass"] and "AutoCast" in a["fix_precision"]["note"] and
+   "AutoCast" in open(os.path.join(amp, "out", "report.md")).read().split("### Layers")[0],
+   "the search's answer fails the held-out samples, AutoCast's passes both: AutoCast's is handed back, and said", a)
+
 # cannot be met: best attempt written, exit 1
 out2 = os.path.join(tmp, "hopeless")
 rc, _, err = run("fix-precision", cfg, "--precision", "fp16", "-c", "snr=200", "-o", out2, "-q", "--max-evals", 8)
@@ -133,6 +176,8 @@ for args, needle, what in [
         (["--precision", "fp8"], "fp8", "unknown precision"),
         (["--precision", "fp16", "-c", "psnr=3"], "psnr=3", "unknown criterion"),
         (["--precision", "fp16", "--max-evals", "1"], "budget too small", "budget too small"),
+        (["--precision", "fp16", "--max-seconds", "0.5"], "budget too small", "time budget too small"),
+        (["--precision", "fp16", "--holdout", "-1"], "at least", "negative held-out count"),
         (["--precision", "fp16", "-c", "map-drop=1"], "detection", "mAP criterion without a detection section")]:
     rc, _, err = run("fix-precision", cfg, "-o", os.path.join(tmp, "bad"), *args)
     ok(one_line_error(rc, err, needle) and not os.path.exists(os.path.join(tmp, "bad")), "bad input: " + what, err)
@@ -152,13 +197,43 @@ open(os.path.join(nf, "c.yaml"), "w").write("model: %s\ninputs: %s\nprecisions: 
 rc, _, err = run("fix-precision", os.path.join(nf, "c.yaml"), "--precision", "bf16", "-o", os.path.join(nf, "out"))
 ok(one_line_error(rc, err, "no float layer") and not os.path.exists(os.path.join(nf, "out")), "bad input: no float layer", err)
 
-# the reference itself misses an absolute floor (RT-DETR, one image, when prepared)
-pre = os.path.join(root, "build", "rtdetr", "pre", "rtdetr-official")
-if os.path.isdir(pre):
-    rc, _, err = run("fix-precision", os.path.join(root, "configs", "models", "rtdetr.yaml"), "--precision", "fp16",
-                     "-c", "min-map=0.999", "--samples", 1, "--holdout", 0, "-o", os.path.join(tmp, "rt"))
-    ok(one_line_error(rc, err, "nothing to repair"), "bad input: the FP32 reference itself fails the criterion", err)
-else:
-    skip("bad input: the FP32 reference itself fails the criterion",
-         "build/rtdetr/pre not prepared (make fix-precision MODEL=rtdetr)")
+# the reference itself misses an absolute floor: a detector whose one box per
+# image (its input) misses the ground truth's, so its AP is 0
+det = os.path.join(tmp, "det")
+g = helper.make_graph([helper.make_node("Mul", ["b", "one"], ["boxes"], name="/box/Mul"),
+                       helper.make_node("Sigmoid", ["logit"], ["scores"], name="/score/Sigmoid"),
+                       helper.make_node("Identity", ["cls"], ["labels"], name="/label/Identity")], "det",
+                      [helper.make_tensor_value_info("b", TensorProto.FLOAT, [1, 1, 4])],
+                      [helper.make_tensor_value_info("boxes", TensorProto.FLOAT, [1, 1, 4]),
+                       helper.make_tensor_value_info("scores", TensorProto.FLOAT, [1, 1]),
+                       helper.make_tensor_value_info("labels", TensorProto.INT64, [1, 1])],
+                      [helper.make_tensor("one", TensorProto.FLOAT, [], [1.0]),
+                       helper.make_tensor("logit", TensorProto.FLOAT, [1, 1], [2.0]),
+                       helper.make_tensor("cls", TensorProto.INT64, [1, 1], [0])])
+mm = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+mm.ir_version = 8
+os.makedirs(det)
+onnx.save(mm, os.path.join(det, "det.onnx"))
+json.dump({"images": [{"id": k, "file_name": "%d.png" % k, "width": 100, "height": 100} for k in (1, 2)],
+           "categories": [{"id": 1, "name": "box"}],
+           "annotations": [{"id": k, "image_id": k, "category_id": 1, "bbox": [10, 10, 20, 20], "area": 400, "iscrowd": 0}
+                           for k in (1, 2)]}, open(os.path.join(det, "gt.json"), "w"))
+for k in (1, 2):
+    sd = os.path.join(det, "in", "s%d" % k)
+    os.makedirs(sd)
+    np.save(os.path.join(sd, "b.npy"), np.array([[[60, 60, 90, 90]]], np.float32))
+    json.dump({"image_id": k, "width": 100, "height": 100, "scale_x": 1, "scale_y": 1, "offset_x": 0, "offset_y": 0},
+              open(os.path.join(sd, "meta.json"), "w"))
+open(os.path.join(det, "c.yaml"), "w").write(
+    "model: %s\ndataset: {gt: %s, images: %s}\nprecisions: [fp32]\nvariants: [rtdetr-official]\n"
+    "detection: {labels: labels, boxes: boxes, scores: scores, box_format: xyxy, box_coords: original, label_map: [1]}\n"
+    % (os.path.join(det, "det.onnx"), os.path.join(det, "gt.json"), det))
+rc, _, err = run("fix-precision", os.path.join(det, "c.yaml"), "--precision", "fp16", "-c", "min-map=0.5",
+                 "--inputs", os.path.join(det, "in"), "--samples", 1, "--holdout", 1, "-o", os.path.join(det, "out"))
+ok(one_line_error(rc, err, "FP32 reference itself", "nothing to repair") and not os.path.exists(os.path.join(det, "out")),
+   "bad input: the FP32 reference itself fails the criterion (AP 0 < min-map 0.5): nothing to repair", err)
+rc, _, err = run("fix-precision", os.path.join(det, "c.yaml"), "--precision", "fp16", "-c", "map-drop=1", "-q",
+                 "--inputs", os.path.join(det, "in"), "--samples", 1, "--holdout", 1, "-o", os.path.join(det, "ok"))
+ok(rc == 0 and os.path.exists(os.path.join(det, "ok", "report.json")),
+   "the same detector with a drop criterion runs (the fixture itself is sound)", err)
 done()
