@@ -75,6 +75,13 @@ static void run_once(const shape_t *s, const float *w, const float *x, float *y)
         fgemm(s->cout, (int64_t)s->h * s->w, s->cin, w, s->cin, x, (int64_t)s->h * s->w, y, (int64_t)s->h * s->w, NULL);
         return;
     }
+    int64_t px = fconv_px_floats(&g, s->cout);   /* as conv.c: the pixel-broadcast tile where it applies */
+    if (px) {
+        float *scratch = malloc((size_t)px * sizeof(float));
+        fconv_px(s->cout, &g, w, x, y, NULL, scratch);
+        free(scratch);
+        return;
+    }
     int64_t phase = fconv_phase_floats(&g);   /* as conv.c: strided convolutions on their stride phases */
     g.phase = phase ? malloc((size_t)phase * sizeof(float)) : NULL;
     fconv_rows(s->cout, &g, w, x, y, NULL);

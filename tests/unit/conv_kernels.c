@@ -323,8 +323,56 @@ static void test_pools(void)
     }
 }
 
+/* ---- fconv_px (the pixel-broadcast tile) against fconv_rows, bit for bit ---- */
+
+typedef struct px_case {
+    const char *name;
+    int64_t c, m, h, w;
+    int kh, kw, dil, pt, pl, pb, pr, act;
+} px_case_t;
+/* Partial pixel strips (widths not a multiple of 8), partial channel
+ * blocks (m not a multiple of 32), uneven pads, dilation, taps wholly in
+ * the padding, 1x1 and 5x5, every fused activation. */
+static const px_case_t px_cases[] = {
+    {"3x3 pad 1, 32 -> 40, 37 wide", 6, 40, 31, 37, 3, 3, 1, 1, 1, 1, 1, ACT_RELU},
+    {"3x3 pads 0,2,3,1, 13 channels out", 5, 13, 40, 33, 3, 3, 1, 0, 2, 3, 1, ACT_CLIP},
+    {"3x3 dilation 2, 70 out", 4, 70, 36, 36, 3, 3, 2, 2, 2, 2, 2, ACT_SILU},
+    {"5x5 pad 2, 9 wide", 3, 33, 130, 9, 5, 5, 1, 2, 2, 2, 2, ACT_LEAKY},
+    {"1x1, 64 out", 17, 64, 32, 33, 1, 1, 1, 0, 0, 0, 0, ACT_SIGMOID},
+    {"3x5 pads 4,1,4,3 (taps in the padding)", 2, 32, 3, 400, 3, 5, 1, 4, 1, 4, 3, ACT_NONE},
+};
+
+static void test_px_bits(void)
+{
+    int compared = 0, same = 0;
+    for (size_t i = 0; i < sizeof px_cases / sizeof px_cases[0]; i++) {
+        const px_case_t *t = &px_cases[i];
+        int64_t oh = t->h + t->pt + t->pb - (t->kh - 1) * t->dil, ow = t->w + t->pl + t->pr - (t->kw - 1) * t->dil;
+        fconv_geom_t g = {t->c, t->h, t->w, oh, ow, t->kh, t->kw, 1, 1, {0}, {0}, NULL};
+        for (int a = 0; a < t->kh; a++) g.dh[a] = a * t->dil - t->pt;
+        for (int b = 0; b < t->kw; b++) g.dw[b] = b * t->dil - t->pl;
+        int64_t need = fconv_px_floats(&g, t->m);
+        if (!need) continue;
+        int64_t k = t->c * t->kh * t->kw;
+        float *x = random_floats(t->c * t->h * t->w), *w = random_floats(t->m * k), *bias = random_floats(t->m);
+        float *y1 = random_floats(t->m * oh * ow), *y2 = random_floats(t->m * oh * ow), *scratch = malloc((size_t)need * sizeof *scratch);
+        fgemm_epi_t e = {bias, t->act, t->act == ACT_LEAKY ? 0.2f : -0.5f, 0.5f, NULL};
+        int rc = fconv_rows(t->m, &g, w, x, y1, &e) | fconv_px(t->m, &g, w, x, y2, &e, scratch);
+        compared++;
+        if (!rc && !memcmp(y1, y2, (size_t)(t->m * oh * ow) * sizeof *y1)) same++;
+        else diag("fconv_px %s: differs from fconv_rows", t->name);
+        free(x); free(w); free(bias); free(y1); free(y2); free(scratch);
+    }
+    if (isa_active() == ISA_AVX512)
+        ok(compared == (int)(sizeof px_cases / sizeof px_cases[0]) && same == compared,
+           "fconv_px: the same bits as fconv_rows on %d geometries (%d compared)", same, compared);
+    else
+        ok(compared == 0, "fconv_px: no tile below AVX-512 (conv.c keeps the packed path): %d run", compared);
+}
+
 static void checks_at_level(void)
 {
+    test_px_bits();
     test_gemm_shapes();
     test_epilogue_specials();
     test_threads();

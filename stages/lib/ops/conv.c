@@ -417,9 +417,16 @@ static int conv_implicit(op_ctx_t *c, const nn_geom_t *g, const conv_plan_t *p, 
                        (int)g->s[1], (int)g->s[2], {0}, {0}, NULL};
     for (int i = 0; i < fg.kh; i++) fg.dh[i] = i * g->d[1] - g->pb[1];
     for (int j = 0; j < fg.kw; j++) fg.dw[j] = j * g->d[2] - g->pb[2];
+    void *owned = NULL;
+    int64_t px = fconv_px_floats(&fg, p->mg);
+    if (px) {   /* input broadcast against packed weights, no strip packing */
+        float *scratch = nn_scratch(c, (size_t)px * sizeof(float), &owned);
+        int rc = fconv_px(p->mg, &fg, w, x, y, epi, scratch);
+        free(owned);
+        return rc == 0;
+    }
     int64_t phase = fconv_phase_floats(&fg);
     if (!rows_contiguous(g) && !phase && p->mg < GATHER_MIN_M) return 0;
-    void *owned = NULL;
     if (phase) fg.phase = nn_scratch(c, (size_t)phase * sizeof(float), &owned);
     int rc = fconv_rows(p->mg, &fg, w, x, y, epi);
     free(owned);

@@ -67,7 +67,7 @@ int fgemm_available(void) { return kernels_mode() == KERNELS_OWN; }
 void fgemm_set_enabled(int on) { kernels_set_mode(on ? KERNELS_OWN : KERNELS_BLAS); }
 
 /* The kernels of the instruction set in use. */
-static const fgemm_arch_t *arch(void)
+const fgemm_arch_t *fgemm_arch(void)
 {
 #if defined(__x86_64__) && defined(__GNUC__)
     switch (isa_active()) {
@@ -78,6 +78,8 @@ static const fgemm_arch_t *arch(void)
 #endif
     return &fgemm_arch_generic;
 }
+
+static const fgemm_arch_t *arch(void) { return fgemm_arch(); }
 
 static int fgemm_epi_supported(int act)
 {
@@ -100,6 +102,11 @@ static void tile_sigmoid(float *c, int64_t ldc, int mr, int nr, int act)
 }
 
 static int sigmoid_act(const fgemm_epi_t *e) { return e->act == ACT_SIGMOID || e->act == ACT_SILU; }
+
+void fgemm_tile_sigmoid(float *c, int64_t ldc, int mr, int nr, const fgemm_epi_t *e)
+{
+    if (sigmoid_act(e)) tile_sigmoid(c, ldc, mr, nr, e->act);
+}
 
 int fgemm_epi_act(fgemm_epi_t *e, const node_t *n)
 {

@@ -70,6 +70,7 @@ KT static inline __m512 finish(__m512 x, __m512 bias, __m512 col_bias, const fge
     const float *a7 = a + (7 < mr ? 7 : mr - 1) * lda
 #define A_INPLACE(r) a##r[p]
 #define A_PACKED(r) ap[r]
+#define PX(r) p##r[o]
 #define ROW_STORE(r)                                                                   \
     if (r < mr) {                                                                      \
         if (last) {                                                                    \
@@ -183,6 +184,73 @@ KT static void gather_even_avx512(float *dst, const float *src, int64_t n)
     for (; i < n; i++) dst[i] = src[2 * i];
 }
 
-const fgemm_arch_t fgemm_arch_avx512 = {tile_avx512, pack_b, pack_taps, gather_even_avx512};
+/* Eight rows of eight floats (each a ymm) transposed in registers:
+ * r[i] holds pixel i's eight channels; channel j's eight pixels are stored
+ * at y + j * ldy, the first npix of them. */
+KT static inline void store_8x8(__m256 r0, __m256 r1, __m256 r2, __m256 r3, __m256 r4, __m256 r5, __m256 r6,
+                                __m256 r7, float *y, int64_t ldy, int nch, __m256i pix)
+{
+    __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1);
+    __m256 t2 = _mm256_unpacklo_ps(r2, r3), t3 = _mm256_unpackhi_ps(r2, r3);
+    __m256 t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5);
+    __m256 t6 = _mm256_unpacklo_ps(r6, r7), t7 = _mm256_unpackhi_ps(r6, r7);
+    __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xEE);
+    __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xEE);
+    __m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xEE);
+    __m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xEE);
+    __m256 col[8] = {_mm256_permute2f128_ps(u0, u4, 0x20), _mm256_permute2f128_ps(u1, u5, 0x20),
+                     _mm256_permute2f128_ps(u2, u6, 0x20), _mm256_permute2f128_ps(u3, u7, 0x20),
+                     _mm256_permute2f128_ps(u0, u4, 0x31), _mm256_permute2f128_ps(u1, u5, 0x31),
+                     _mm256_permute2f128_ps(u2, u6, 0x31), _mm256_permute2f128_ps(u3, u7, 0x31)};
+    for (int j = 0; j < nch; j++) _mm256_maskstore_ps(y + j * ldy, pix, col[j]);
+}
+
+#define LO8(v) _mm512_castps512_ps256(v)
+#define HI8(v) _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1))
+
+/* fconv_px's tile (fgemm_impl.h): 8 pixels' values broadcast against 32
+ * output channels' weights, 16 accumulators, one FMA chain per element
+ * over k in order, as every other tile; then bias and activation (finish:
+ * the same formulas) and a transposed store, channel rows of pixels. */
+KT static void tile_px_avx512(int64_t k, const float *const *px, const int32_t *koff, const float *wp, float *y,
+                              int64_t ldy, int npix, int noc, const float *bias, const fgemm_epi_t *e)
+{
+    const float *p0 = px[0], *p1 = px[1], *p2 = px[2], *p3 = px[3], *p4 = px[4], *p5 = px[5], *p6 = px[6];
+    const float *p7 = px[7];
+    TILE_ACC;
+    for (int64_t p = 0; p < k; p++, wp += 32) {
+        int32_t o = koff[p];
+        __m512 b0 = _mm512_load_ps(wp), b1 = _mm512_load_ps(wp + 16), t;
+        ROW_FMA(0, PX) ROW_FMA(1, PX) ROW_FMA(2, PX) ROW_FMA(3, PX)
+        ROW_FMA(4, PX) ROW_FMA(5, PX) ROW_FMA(6, PX) ROW_FMA(7, PX)
+    }
+    __mmask16 s0 = lanes_lo(noc), s1 = lanes_hi(noc);
+    __m512 bv0 = bias ? _mm512_maskz_loadu_ps(s0, bias) : _mm512_setzero_ps();
+    __m512 bv1 = bias && s1 ? _mm512_maskz_loadu_ps(s1, bias + 16) : _mm512_setzero_ps();
+    __m512 zero = _mm512_setzero_ps();
+    c00 = finish(c00, bv0, zero, e); c01 = finish(c01, bv1, zero, e);
+    c10 = finish(c10, bv0, zero, e); c11 = finish(c11, bv1, zero, e);
+    c20 = finish(c20, bv0, zero, e); c21 = finish(c21, bv1, zero, e);
+    c30 = finish(c30, bv0, zero, e); c31 = finish(c31, bv1, zero, e);
+    c40 = finish(c40, bv0, zero, e); c41 = finish(c41, bv1, zero, e);
+    c50 = finish(c50, bv0, zero, e); c51 = finish(c51, bv1, zero, e);
+    c60 = finish(c60, bv0, zero, e); c61 = finish(c61, bv1, zero, e);
+    c70 = finish(c70, bv0, zero, e); c71 = finish(c71, bv1, zero, e);
+    __m256i pix = _mm256_cmpgt_epi32(_mm256_set1_epi32(npix), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    int n0 = noc < 8 ? noc : 8, n1 = noc - 8 < 8 ? noc - 8 : 8, n2 = noc - 16 < 8 ? noc - 16 : 8;
+    int n3 = noc - 24 < 8 ? noc - 24 : 8;
+    store_8x8(LO8(c00), LO8(c10), LO8(c20), LO8(c30), LO8(c40), LO8(c50), LO8(c60), LO8(c70), y, ldy, n0, pix);
+    if (n1 > 0)
+        store_8x8(HI8(c00), HI8(c10), HI8(c20), HI8(c30), HI8(c40), HI8(c50), HI8(c60), HI8(c70), y + 8 * ldy, ldy,
+                  n1, pix);
+    if (n2 > 0)
+        store_8x8(LO8(c01), LO8(c11), LO8(c21), LO8(c31), LO8(c41), LO8(c51), LO8(c61), LO8(c71), y + 16 * ldy, ldy,
+                  n2, pix);
+    if (n3 > 0)
+        store_8x8(HI8(c01), HI8(c11), HI8(c21), HI8(c31), HI8(c41), HI8(c51), HI8(c61), HI8(c71), y + 24 * ldy, ldy,
+                  n3, pix);
+}
+
+const fgemm_arch_t fgemm_arch_avx512 = {tile_avx512, pack_b, pack_taps, gather_even_avx512, tile_px_avx512};
 
 #endif

@@ -32,12 +32,26 @@ typedef struct fgemm_arch {
     void (*pack_taps)(const float *x, int64_t plane, int taps, const int64_t *tapoff, const uint32_t *mk,
                       const int32_t *base, int contiguous, int64_t p0, int64_t kc, float *dst);
     void (*gather_even)(float *dst, const float *src, int64_t n);
+    /* fconv_px's tile (see fconv_px.c): 8 output pixels by 32 output
+     * channels over all k steps: step p broadcasts px[i][koff[p]] of each
+     * pixel i against the 32 weights wp[32 p .. 32 p + 31]; then the bias
+     * (bias[c] of channel c, or NULL) and the activation, and the store of
+     * channels c < noc, pixels i < npix at y[c * ldy + i]. NULL where the
+     * set has none (that set runs the packed path: the same sums). */
+    void (*tile_px)(int64_t k, const float *const *px, const int32_t *koff, const float *wp, float *y, int64_t ldy,
+                    int npix, int noc, const float *bias, const fgemm_epi_t *e);
 } fgemm_arch_t;
 
 extern const fgemm_arch_t fgemm_arch_generic;
 #if defined(__x86_64__) && defined(__GNUC__)
 extern const fgemm_arch_t fgemm_arch_avx2, fgemm_arch_avx512;
 #endif
+
+/* The kernels of the instruction set in use (util/isa.h). */
+const fgemm_arch_t *fgemm_arch(void);
+/* Sigmoid or SiLU (e->act) on rows [0, mr) x [0, nr) of a finished tile
+ * of C; nothing for other activations. */
+void fgemm_tile_sigmoid(float *c, int64_t ldc, int mr, int nr, const fgemm_epi_t *e);
 
 /* The epilogue of one element (row bias, column bias, activation), the
  * reference every set's vector form follows. */
