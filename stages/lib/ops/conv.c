@@ -408,23 +408,40 @@ static void run_cols(dtype_t dt, const nn_geom_t *g, int64_t channels, int64_t r
 #define DIRECT_MIN_COLS 256
 #define GATHER_MIN_M 32
 
-static int conv_implicit(op_ctx_t *c, const nn_geom_t *g, const conv_plan_t *p, const float *w, const float *x,
-                         float *y, const fgemm_epi_t *epi)
+/* fconv's geometry of a 2-D convolution; 0 where it has none. */
+static int fconv_geom_of(const nn_geom_t *g, const conv_plan_t *p, fconv_geom_t *fg)
 {
     if (g->k[0] != 1 || g->in[0] != 1 || g->out[0] != 1 || g->k[1] > FCONV_MAX_K || g->k[2] > FCONV_MAX_K) return 0;
     if (g->out[1] * g->out[2] < DIRECT_MIN_COLS) return 0;
-    fconv_geom_t fg = {p->cg, g->in[1], g->in[2], g->out[1], g->out[2], (int)g->k[1], (int)g->k[2],
-                       (int)g->s[1], (int)g->s[2], {0}, {0}, NULL};
-    for (int i = 0; i < fg.kh; i++) fg.dh[i] = i * g->d[1] - g->pb[1];
-    for (int j = 0; j < fg.kw; j++) fg.dw[j] = j * g->d[2] - g->pb[2];
+    *fg = (fconv_geom_t){p->cg, g->in[1], g->in[2], g->out[1], g->out[2], (int)g->k[1], (int)g->k[2],
+                         (int)g->s[1], (int)g->s[2], {0}, {0}, NULL};
+    for (int i = 0; i < fg->kh; i++) fg->dh[i] = i * g->d[1] - g->pb[1];
+    for (int j = 0; j < fg->kw; j++) fg->dw[j] = j * g->d[2] - g->pb[2];
+    return 1;
+}
+
+/* The pixel-broadcast tile (fconv_px.c), where the CPU has it and the
+ * shape suits it: 1 done, 0 not taken. */
+static int conv_px(op_ctx_t *c, const nn_geom_t *g, const conv_plan_t *p, const float *w, const float *x, float *y,
+                   const fgemm_epi_t *epi)
+{
+    fconv_geom_t fg;
+    int64_t need = fconv_geom_of(g, p, &fg) ? fconv_px_floats(&fg, p->mg) : 0;
+    if (!need) return 0;
     void *owned = NULL;
-    int64_t px = fconv_px_floats(&fg, p->mg);
-    if (px) {   /* input broadcast against packed weights, no strip packing */
-        float *scratch = nn_scratch(c, (size_t)px * sizeof(float), &owned);
-        int rc = fconv_px(p->mg, &fg, w, x, y, epi, scratch);
-        free(owned);
-        return rc == 0;
-    }
+    float *scratch = nn_scratch(c, (size_t)need * sizeof(float), &owned);
+    int rc = fconv_px(p->mg, &fg, w, x, y, epi, scratch);
+    free(owned);
+    return rc == 0;
+}
+
+static int conv_implicit(op_ctx_t *c, const nn_geom_t *g, const conv_plan_t *p, const float *w, const float *x,
+                         float *y, const fgemm_epi_t *epi)
+{
+    fconv_geom_t fg;
+    if (!fconv_geom_of(g, p, &fg)) return 0;
+    if (conv_px(c, g, p, w, x, y, epi)) return 1;
+    void *owned = NULL;
     int64_t phase = fconv_phase_floats(&fg);
     if (!rows_contiguous(g) && !phase && p->mg < GATHER_MIN_M) return 0;
     if (phase) fg.phase = nn_scratch(c, (size_t)phase * sizeof(float), &owned);

@@ -48,6 +48,13 @@ static void pad_of(const fconv_geom_t *g, px_pad_t *p)
     p->pw = p->left + (g->ow + hi_c > g->w ? g->ow + hi_c : g->w);
 }
 
+/* No tap reads outside the input (a 1x1 convolution, say): the input is
+ * read in place, no padded copy. */
+static int unpadded(const fconv_geom_t *g, const px_pad_t *p)
+{
+    return p->top == 0 && p->left == 0 && p->ph == g->h && p->pw == g->w;
+}
+
 int64_t fconv_px_floats(const fconv_geom_t *g, int64_t m)
 {
     if (!fgemm_arch()->tile_px || g->sh != 1 || g->sw != 1 || m < 1) return 0;
@@ -56,7 +63,7 @@ int64_t fconv_px_floats(const fconv_geom_t *g, int64_t m)
     pad_of(g, &p);
     int64_t k = g->cin * g->kh * g->kw, blocks = (m + PX_OC - 1) / PX_OC;
     if (g->cin * p.ph * p.pw > INT32_MAX) return 0;   /* step offsets are int32 */
-    return g->cin * p.ph * p.pw + blocks * k * PX_OC + 16;
+    return (unpadded(g, &p) ? 0 : g->cin * p.ph * p.pw) + blocks * k * PX_OC + 16;
 }
 
 typedef struct px_job {
@@ -127,9 +134,11 @@ int fconv_px(int64_t m, const fconv_geom_t *g, const float *w, const float *x, f
     j.k = g->cin * g->kh * g->kw;
     j.blocks = (m + PX_OC - 1) / PX_OC;
     if (epi) j.e = *epi;
-    /* scratch: the padded planes, then the packed weights at a 64-byte boundary */
-    j.xp = scratch;
-    uintptr_t wp = (uintptr_t)(scratch + g->cin * j.pad.ph * j.pad.pw);
+    /* scratch: the padded planes (unless the input serves as they are),
+     * then the packed weights at a 64-byte boundary */
+    int copy = !unpadded(g, &j.pad);
+    j.xp = copy ? scratch : (float *)x;
+    uintptr_t wp = (uintptr_t)(scratch + (copy ? g->cin * j.pad.ph * j.pad.pw : 0));
     j.wp = (float *)((wp + 63) & ~(uintptr_t)63);
     int32_t *koff = xmalloc((size_t)(j.k > 0 ? j.k : 1) * sizeof *koff);
     int taps = g->kh * g->kw;
@@ -138,7 +147,7 @@ int fconv_px(int64_t m, const fconv_geom_t *g, const float *w, const float *x, f
         koff[p] = (int32_t)(ch * j.pad.ph * j.pad.pw + g->dh[t / g->kw] * j.pad.pw + g->dw[t % g->kw]);
     }
     j.koff = koff;
-    pool_for(g->cin, pad_plane, &j);
+    if (copy) pool_for(g->cin, pad_plane, &j);
     pool_for(j.blocks, pack_block, &j);
     pool_for(g->oh, px_row, &j);
     free(koff);
