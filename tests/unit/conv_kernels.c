@@ -328,7 +328,7 @@ static void test_pools(void)
 typedef struct px_case {
     const char *name;
     int64_t c, m, h, w;
-    int kh, kw, dil, pt, pl, pb, pr, act;
+    int kh, kw, dil, pt, pl, pb, pr, act, s;
 } px_case_t;
 /* Partial pixel strips (widths not a multiple of 8), partial channel
  * blocks (m not a multiple of 32), uneven pads, dilation, taps wholly in
@@ -340,6 +340,10 @@ static const px_case_t px_cases[] = {
     {"5x5 pad 2, 9 wide", 3, 33, 130, 9, 5, 5, 1, 2, 2, 2, 2, ACT_LEAKY},
     {"1x1, 64 out", 17, 64, 32, 33, 1, 1, 1, 0, 0, 0, 0, ACT_SIGMOID},
     {"3x5 pads 4,1,4,3 (taps in the padding)", 2, 32, 3, 400, 3, 5, 1, 4, 1, 4, 3, ACT_NONE},
+    {"3x3 stride 2 pad 1, even", 5, 40, 72, 80, 3, 3, 1, 1, 1, 1, 1, ACT_RELU, 2},
+    {"3x3 stride 2 pads 0,1,1,0, odd", 4, 33, 75, 91, 3, 3, 1, 0, 1, 1, 0, ACT_SILU, 2},
+    {"7x7 stride 2 pad 3, 3 channels (a stem)", 3, 32, 90, 77, 7, 7, 1, 3, 3, 3, 3, ACT_CLIP, 2},
+    {"1x1 stride 2", 9, 32, 70, 71, 1, 1, 1, 0, 0, 0, 0, ACT_NONE, 2},
 };
 
 static void test_px_bits(void)
@@ -347,8 +351,10 @@ static void test_px_bits(void)
     int compared = 0, same = 0;
     for (size_t i = 0; i < sizeof px_cases / sizeof px_cases[0]; i++) {
         const px_case_t *t = &px_cases[i];
-        int64_t oh = t->h + t->pt + t->pb - (t->kh - 1) * t->dil, ow = t->w + t->pl + t->pr - (t->kw - 1) * t->dil;
-        fconv_geom_t g = {t->c, t->h, t->w, oh, ow, t->kh, t->kw, 1, 1, {0}, {0}, NULL};
+        int s = t->s ? t->s : 1;
+        int64_t oh = (t->h + t->pt + t->pb - (t->kh - 1) * t->dil - 1) / s + 1;
+        int64_t ow = (t->w + t->pl + t->pr - (t->kw - 1) * t->dil - 1) / s + 1;
+        fconv_geom_t g = {t->c, t->h, t->w, oh, ow, t->kh, t->kw, s, s, {0}, {0}, NULL};
         for (int a = 0; a < t->kh; a++) g.dh[a] = a * t->dil - t->pt;
         for (int b = 0; b < t->kw; b++) g.dw[b] = b * t->dil - t->pl;
         int64_t need = fconv_px_floats(&g, t->m);
@@ -357,7 +363,14 @@ static void test_px_bits(void)
         float *x = random_floats(t->c * t->h * t->w), *w = random_floats(t->m * k), *bias = random_floats(t->m);
         float *y1 = random_floats(t->m * oh * ow), *y2 = random_floats(t->m * oh * ow), *scratch = malloc((size_t)need * sizeof *scratch);
         fgemm_epi_t e = {bias, t->act, t->act == ACT_LEAKY ? 0.2f : -0.5f, 0.5f, NULL};
-        int rc = fconv_rows(t->m, &g, w, x, y1, &e) | fconv_px(t->m, &g, w, x, y2, &e, scratch);
+        /* the reference: fconv_rows (on the stride phases where it takes them) */
+        int64_t ph = fconv_phase_floats(&g);
+        float *phase = ph ? malloc((size_t)ph * sizeof *phase) : NULL;
+        g.phase = phase;
+        int rc = fconv_rows(t->m, &g, w, x, y1, &e);
+        g.phase = NULL;
+        rc |= fconv_px(t->m, &g, w, x, y2, &e, scratch);
+        free(phase);
         compared++;
         if (!rc && !memcmp(y1, y2, (size_t)(t->m * oh * ow) * sizeof *y1)) same++;
         else diag("fconv_px %s: differs from fconv_rows", t->name);

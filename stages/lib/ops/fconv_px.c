@@ -1,4 +1,4 @@
-/* fconv_px.c — a stride-1 2-D convolution with the roles of fconv_rows'
+/* fconv_px.c — a 2-D convolution (stride 1 or 2) with the roles of fconv_rows'
  * operands swapped: each step of k broadcasts one input value of each of 8
  * output pixels against a vector of 32 output channels' weights (packed
  * once per call), the way direct convolutions on blocked layouts run. The
@@ -24,8 +24,13 @@
 #define PX_OC 32
 #define PX_PIX 8
 
-/* The padded input: rows [-top, ph - top) and columns [-left, pw - left)
- * of each plane, zero outside the input. */
+/* The input as the tile reads it: zero-padded (top rows and left columns
+ * before the input, enough after it) and, for strides sh x sw, split into
+ * its sh * sw stride phases, phase (py, px) holding padded element (sh i +
+ * py, sw j + px) at (i, j) of a ph x pw plane. Output pixel (r, o) then
+ * reads tap (a, b) at (r + (dh[a] + top) / sh, o + (dw[b] + left) / sw) of
+ * phase ((dh[a] + top) % sh, (dw[b] + left) % sw): 8 pixels of an output
+ * row read 8 consecutive floats, whatever the stride. */
 typedef struct px_pad {
     int64_t top, left, ph, pw;
 } px_pad_t;
@@ -43,27 +48,32 @@ static void pad_of(const fconv_geom_t *g, px_pad_t *p)
     }
     p->top = -lo_r;
     p->left = -lo_c;
-    /* the last output row reads rows up to oh - 1 + hi_r */
-    p->ph = p->top + (g->oh + hi_r > g->h ? g->oh + hi_r : g->h);
-    p->pw = p->left + (g->ow + hi_c > g->w ? g->ow + hi_c : g->w);
+    /* padded rows: the input's, and those the last output row reads */
+    int64_t rows = p->top + (g->sh * (g->oh - 1) + hi_r + 1 > g->h ? g->sh * (g->oh - 1) + hi_r + 1 : g->h);
+    int64_t cols = p->left + (g->sw * (g->ow - 1) + hi_c + 1 > g->w ? g->sw * (g->ow - 1) + hi_c + 1 : g->w);
+    p->ph = (rows + g->sh - 1) / g->sh;
+    p->pw = (cols + g->sw - 1) / g->sw;
 }
 
-/* No tap reads outside the input (a 1x1 convolution, say): the input is
- * read in place, no padded copy. */
+/* Floats per input channel in the tile's layout. */
+static int64_t plane_of(const fconv_geom_t *g, const px_pad_t *p) { return (int64_t)g->sh * g->sw * p->ph * p->pw; }
+
+/* No tap reads outside the input and no stride (a 1x1 convolution, say):
+ * the input is read in place. */
 static int unpadded(const fconv_geom_t *g, const px_pad_t *p)
 {
-    return p->top == 0 && p->left == 0 && p->ph == g->h && p->pw == g->w;
+    return g->sh == 1 && g->sw == 1 && p->top == 0 && p->left == 0 && p->ph == g->h && p->pw == g->w;
 }
 
 int64_t fconv_px_floats(const fconv_geom_t *g, int64_t m)
 {
-    if (!fgemm_arch()->tile_px || g->sh != 1 || g->sw != 1 || m < 1) return 0;
+    if (!fgemm_arch()->tile_px || g->sh > 2 || g->sw > 2 || m < 1) return 0;
     if (g->oh * g->ow < 1024) return 0;   /* small planes: packing the weights would not pay (see fconv_rows) */
     px_pad_t p;
     pad_of(g, &p);
     int64_t k = g->cin * g->kh * g->kw, blocks = (m + PX_OC - 1) / PX_OC;
-    if (g->cin * p.ph * p.pw > INT32_MAX) return 0;   /* step offsets are int32 */
-    return (unpadded(g, &p) ? 0 : g->cin * p.ph * p.pw) + blocks * k * PX_OC + 16;
+    if (g->cin * plane_of(g, &p) > INT32_MAX) return 0;   /* step offsets are int32 */
+    return (unpadded(g, &p) ? 0 : g->cin * plane_of(g, &p)) + blocks * k * PX_OC + 16;
 }
 
 typedef struct px_job {
@@ -78,16 +88,32 @@ typedef struct px_job {
     fgemm_epi_t e;
 } px_job_t;
 
-/* Task ch: plane ch into its padded copy. */
+/* Task ch: plane ch into its padded (and phase-split) copy. */
 static void pad_plane(void *ctx, int64_t ch)
 {
     const px_job_t *j = ctx;
     const fconv_geom_t *g = j->g;
-    float *dst = j->xp + ch * j->pad.ph * j->pad.pw;
+    const px_pad_t *pd = &j->pad;
+    float *dst = j->xp + ch * plane_of(g, pd);
     const float *src = j->x + ch * g->h * g->w;
-    memset(dst, 0, (size_t)(j->pad.ph * j->pad.pw) * sizeof *dst);
-    for (int64_t r = 0; r < g->h; r++)
-        memcpy(dst + (r + j->pad.top) * j->pad.pw + j->pad.left, src + r * g->w, (size_t)g->w * sizeof *dst);
+    for (int py = 0; py < g->sh; py++)
+        for (int px = 0; px < g->sw; px++)
+            for (int64_t i = 0; i < pd->ph; i++, dst += pd->pw) {
+                int64_t row = g->sh * i + py - pd->top;
+                /* columns j with 0 <= sw j + px - left < w */
+                int64_t c0 = px - pd->left, j0 = c0 >= 0 ? 0 : (-c0 + g->sw - 1) / g->sw;
+                int64_t j1 = c0 < g->w ? (g->w - c0 + g->sw - 1) / g->sw : 0;
+                if (j1 > pd->pw) j1 = pd->pw;
+                if (row < 0 || row >= g->h || j1 <= j0) {
+                    memset(dst, 0, (size_t)pd->pw * sizeof *dst);
+                    continue;
+                }
+                memset(dst, 0, (size_t)j0 * sizeof *dst);
+                const float *s0 = src + row * g->w + c0 + g->sw * j0;
+                if (g->sw == 1) memcpy(dst + j0, s0, (size_t)(j1 - j0) * sizeof *dst);
+                else fgemm_gather_even(dst + j0, s0, j1 - j0);
+                memset(dst + j1, 0, (size_t)(pd->pw - j1) * sizeof *dst);
+            }
 }
 
 /* Task b: the weights of output channels [32 b, 32 b + 32) as k steps of
@@ -117,7 +143,7 @@ static void px_row(void *ctx, int64_t r)
             int npix = g->ow - o0 < PX_PIX ? (int)(g->ow - o0) : PX_PIX;
             const float *px[PX_PIX];
             for (int i = 0; i < PX_PIX; i++)   /* pixels past the row repeat its last one: read, never stored */
-                px[i] = j->xp + (r + j->pad.top) * j->pad.pw + j->pad.left + o0 + (i < npix ? i : npix - 1);
+                px[i] = j->xp + r * j->pad.pw + o0 + (i < npix ? i : npix - 1);
             float *y = j->y + b * PX_OC * n + r * g->ow + o0;
             ar->tile_px(j->k, px, j->koff, j->wp + b * j->k * PX_OC, y, n, npix, noc, bias, &j->e);
             fgemm_tile_sigmoid(y, n, noc, npix, &j->e);
@@ -138,13 +164,16 @@ int fconv_px(int64_t m, const fconv_geom_t *g, const float *w, const float *x, f
      * then the packed weights at a 64-byte boundary */
     int copy = !unpadded(g, &j.pad);
     j.xp = copy ? scratch : (float *)x;
-    uintptr_t wp = (uintptr_t)(scratch + (copy ? g->cin * j.pad.ph * j.pad.pw : 0));
+    uintptr_t wp = (uintptr_t)(scratch + (copy ? g->cin * plane_of(g, &j.pad) : 0));
     j.wp = (float *)((wp + 63) & ~(uintptr_t)63);
     int32_t *koff = xmalloc((size_t)(j.k > 0 ? j.k : 1) * sizeof *koff);
     int taps = g->kh * g->kw;
     for (int64_t p = 0; p < j.k; p++) {
         int64_t ch = p / taps, t = p % taps;
-        koff[p] = (int32_t)(ch * j.pad.ph * j.pad.pw + g->dh[t / g->kw] * j.pad.pw + g->dw[t % g->kw]);
+        int64_t rr = g->dh[t / g->kw] + j.pad.top, cc = g->dw[t % g->kw] + j.pad.left;
+        int64_t phase = rr % g->sh * g->sw + cc % g->sw;
+        koff[p] = (int32_t)(ch * plane_of(g, &j.pad) + phase * j.pad.ph * j.pad.pw + rr / g->sh * j.pad.pw +
+                            cc / g->sw);
     }
     j.koff = koff;
     if (copy) pool_for(g->cin, pad_plane, &j);
