@@ -24,19 +24,19 @@
 #include "util/pool.h"
 #include "util/err.h"
 
-/* A task is a tile of C, tile_m rows by tile_n columns: the tile_m rows
- * of A stay in L2 while a 32-wide strip of B (packed, in L1) goes past
- * them. Packing a strip costs about as much as one 8-row block of work,
- * so a task takes as many rows as it can (up to TILE_M_MAX), fewer only
- * where the shape would leave fewer than MIN_TASKS tasks for the pool;
- * where B is packed once for the whole product (small B, many rows) a task
- * takes TILE_M_MIN rows. Columns are cut into about equal tiles of at most
- * TILE_N (whole strips), so two threads get equal shares. The choice
- * depends on the shape only, never on --threads. */
+/* A task is a tile of C: tile_m rows by a range of 32-column strips. The
+ * tile_m rows of A stay in L2 while each strip of B (packed, in L1) goes
+ * past them. Packing a strip costs about one 8-row block of work and is
+ * repeated for every tile of rows, so a task takes as many rows as it can
+ * (TILE_M_MAX) and the pool gets its tasks (at least MIN_TASKS: balanced
+ * on two threads) by cutting the columns finer, the strips spread evenly
+ * over the tiles; rows are cut only where there are too few strips. Where
+ * B is packed once for the whole product (small B, many rows) a task takes
+ * TILE_M_MIN rows. The cut depends on the shape only, never on --threads. */
 #define TILE_M_MIN 64
 #define TILE_M_MAX 256
-#define TILE_N 256
-#define MIN_TASKS 4
+#define TILE_STRIPS 8   /* strips per tile at most, where the tasks are many anyway */
+#define MIN_TASKS 8
 /* Steps of k per packed panel: 256 x 32 floats = 32 KiB. */
 #define KC FG_KC
 /* B packed whole, once per product, when it is at most this many floats
@@ -46,21 +46,38 @@
 /* Each thread's panel: KC steps of 32 floats, 64-byte aligned. */
 static _Thread_local float panel[KC * FG_NR] __attribute__((aligned(64)));
 
-/* Columns per task: n cut into the fewest tiles of at most TILE_N, as
- * equal as whole 32-column strips allow. */
-static int64_t tile_cols(int64_t n)
+/* How an m x n product is cut into tasks. */
+typedef struct tiling {
+    int64_t tile_m, tiles_n, strips;
+} tiling_t;
+
+static tiling_t tiling_of(int64_t m, int64_t n, int64_t tile_m)
 {
-    int64_t tiles = (n + TILE_N - 1) / TILE_N, w = (n + tiles - 1) / tiles;
-    return (w + 31) / 32 * 32;
+    tiling_t t = {tile_m, 0, (n + 31) / 32};
+    for (;;) {
+        int64_t row_tiles = (m + t.tile_m - 1) / t.tile_m, want = (MIN_TASKS + row_tiles - 1) / row_tiles;
+        int64_t fewest = (t.strips + TILE_STRIPS - 1) / TILE_STRIPS;
+        t.tiles_n = want > fewest ? want : fewest;
+        if (t.tiles_n > t.strips) t.tiles_n = t.strips;
+        if (row_tiles * t.tiles_n >= MIN_TASKS || t.tile_m <= TILE_M_MIN) return t;
+        t.tile_m /= 2;
+    }
 }
 
-/* Rows per task for an m x n product (see above). */
-static int64_t tile_rows(int64_t m, int64_t n)
+/* Task t's rows [*i0, *i1) and columns [*j0, *j1): the strips spread
+ * evenly over the column tiles. */
+static void task_range(const tiling_t *tl, int64_t m, int64_t n, int64_t t, int64_t *i0, int64_t *i1, int64_t *j0,
+                       int64_t *j1)
 {
-    int64_t tn = tile_cols(n), tiles_n = (n + tn - 1) / tn, rows = TILE_M_MAX;
-    while (rows > TILE_M_MIN && (m + rows - 1) / rows * tiles_n < MIN_TASKS) rows /= 2;
-    return rows;
+    int64_t r = t / tl->tiles_n, c = t % tl->tiles_n;
+    *i0 = r * tl->tile_m;
+    *i1 = *i0 + tl->tile_m < m ? *i0 + tl->tile_m : m;
+    *j0 = c * tl->strips / tl->tiles_n * 32;
+    *j1 = (c + 1) * tl->strips / tl->tiles_n * 32;
+    if (*j1 > n) *j1 = n;
 }
+
+static int64_t task_count(const tiling_t *tl, int64_t m) { return (m + tl->tile_m - 1) / tl->tile_m * tl->tiles_n; }
 
 int fgemm_available(void) { return kernels_mode() == KERNELS_OWN; }
 
@@ -148,7 +165,8 @@ void fgemm_ref(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, con
 }
 
 typedef struct fgemm_job {
-    int64_t m, n, k, lda, ldb, ldc, tiles_n, tile_n, tile_m;
+    int64_t m, n, k, lda, ldb, ldc;
+    tiling_t tiles;
     const float *a, *b;
     const float *bpack;   /* B packed whole (strip s at s * k * 32), or NULL: each task packs its strips */
     float *c;
@@ -158,8 +176,8 @@ typedef struct fgemm_job {
 static void fgemm_tile(void *ctx, int64_t t)
 {
     const fgemm_job_t *j = ctx;
-    int64_t i0 = t / j->tiles_n * j->tile_m, j0 = t % j->tiles_n * j->tile_n;
-    int64_t i1 = i0 + j->tile_m < j->m ? i0 + j->tile_m : j->m, j1 = j0 + j->tile_n < j->n ? j0 + j->tile_n : j->n;
+    int64_t i0, i1, j0, j1;
+    task_range(&j->tiles, j->m, j->n, t, &i0, &i1, &j0, &j1);
     const fgemm_arch_t *ar = arch();
     for (int64_t col = j0; col < j1; col += 32) {
         int nr = j1 - col < 32 ? (int)(j1 - col) : 32;
@@ -184,8 +202,7 @@ void fgemm(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const f
 {
     if (m <= 0 || n <= 0) return;
     int64_t strips = (n + 31) / 32;
-    int64_t tn = tile_cols(n);
-    fgemm_job_t j = {m, n, k, lda, ldb, ldc, (n + tn - 1) / tn, tn, tile_rows(m, n), a, b, NULL, c, {0}};
+    fgemm_job_t j = {m, n, k, lda, ldb, ldc, tiling_of(m, n, TILE_M_MAX), a, b, NULL, c, {0}};
     if (epi) j.e = *epi;
     void *raw = NULL;
     if (m > TILE_M_MIN && k > 0 && strips * 32 * k <= PREPACK_MAX) {
@@ -195,15 +212,16 @@ void fgemm(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const f
         for (int64_t s = 0; s < strips; s++)
             arch()->pack_b(b + s * 32, ldb, k, n - s * 32 < 32 ? (int)(n - s * 32) : 32, bpack + s * k * 32);
         j.bpack = bpack;
-        j.tile_m = TILE_M_MIN;
+        j.tiles = tiling_of(m, n, TILE_M_MIN);
     }
-    pool_for((m + j.tile_m - 1) / j.tile_m * j.tiles_n, fgemm_tile, &j);
+    pool_for(task_count(&j.tiles, m), fgemm_tile, &j);
     free(raw);
 }
 
 struct tap_layout;
 typedef struct fconv_job {
-    int64_t m, n, tiles_n, tile_n, tile_m;
+    int64_t m, n;
+    tiling_t tiles;
     const fconv_geom_t *g;
     const struct tap_layout *tl;
     const float *w;
@@ -254,8 +272,8 @@ static void fconv_tile(void *ctx, int64_t t)
     uint32_t mk[FCONV_MAX_K * FCONV_MAX_K];
     const fgemm_arch_t *ar = arch();
     int32_t base[32];
-    int64_t i0 = t / j->tiles_n * j->tile_m, j0 = t % j->tiles_n * j->tile_n;
-    int64_t i1 = i0 + j->tile_m < j->m ? i0 + j->tile_m : j->m, j1 = j0 + j->tile_n < j->n ? j0 + j->tile_n : j->n;
+    int64_t i0, i1, j0, j1;
+    task_range(&j->tiles, j->m, j->n, t, &i0, &i1, &j0, &j1);
     for (int64_t col = j0; col < j1; col += 32) {
         int nr = j1 - col < 32 ? (int)(j1 - col) : 32;
         strip_setup(g, col, nr, base, mk);
@@ -349,10 +367,9 @@ int fconv_rows(int64_t m, const fconv_geom_t *g, const float *w, const float *x,
     }
     tap_layout_t tl;
     tap_layout_setup(g, x, &tl);
-    int64_t tn = tile_cols(n);
-    fconv_job_t j = {m, n, (n + tn - 1) / tn, tn, tile_rows(m, n), g, &tl, w, y, {0}};
+    fconv_job_t j = {m, n, tiling_of(m, n, TILE_M_MAX), g, &tl, w, y, {0}};
     if (epi) j.e = *epi;
-    pool_for((m + j.tile_m - 1) / j.tile_m * j.tiles_n, fconv_tile, &j);
+    pool_for(task_count(&j.tiles, m), fconv_tile, &j);
     return 0;
 }
 
