@@ -10,8 +10,9 @@
 # running nothing else.
 cd "$(dirname "$0")/../.." || exit 2
 # the make examined here is a user's fresh one, not a child of `make test`
-# (whose MAKEFLAGS would pass SANITIZE=1 and the like down to it)
-unset MAKEFLAGS MFLAGS MAKELEVEL
+# (whose MAKEFLAGS, and the command-line variables make exports to its
+# recipes' environment, would pass SANITIZE=1 and the like down to it)
+unset MAKEFLAGS MFLAGS MAKELEVEL SANITIZE CC_OUT V
 tmp=$(mktemp -d /tmp/parity-deps-first-XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 n=0

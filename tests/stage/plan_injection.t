@@ -20,8 +20,9 @@ import sys
 import tempfile
 
 # the makes run here are a user's fresh ones, not children of `make test`
-# (whose MAKEFLAGS would pass SANITIZE=1 and the like down to them)
-for _k in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL"):
+# (whose MAKEFLAGS, and the command-line variables make exports to its
+# recipes' environment, would pass SANITIZE=1 and the like down to them)
+for _k in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "SANITIZE", "CC_OUT", "V"):
     os.environ.pop(_k, None)
 
 sys.path.insert(0, os.path.dirname(__file__))
