@@ -188,7 +188,7 @@ static void fgemm_tile(void *ctx, int64_t t)
             else ar->pack_b(j->b + p0 * j->ldb + col, j->ldb, kc, nr, panel);
             for (int64_t row = i0; row < i1; row += 8) {
                 int mr = i1 - row < 8 ? (int)(i1 - row) : 8;
-                ar->tile(kc, j->a + row * j->lda + p0, j->lda, 0, mr, bp, nr, j->c + row * j->ldc + col, j->ldc,
+                ar->tile(kc, j->a + row * j->lda + p0, j->lda, mr, bp, nr, j->c + row * j->ldc + col, j->ldc,
                             p0 == 0, p0 + KC >= j->k, j->e.bias ? j->e.bias + row : NULL,
                             j->e.col_bias ? j->e.col_bias + col : NULL, &j->e);
                 if (p0 + KC >= j->k && sigmoid_act(&j->e)) tile_sigmoid(j->c + row * j->ldc + col, j->ldc, mr, nr, j->e.act);
@@ -284,7 +284,7 @@ static void fconv_tile(void *ctx, int64_t t)
             ar->pack_taps(tl->x, tl->plane, taps, tl->tapoff, mk, base, tl->contiguous, p0, kc, panel);
             for (int64_t row = i0; row < i1; row += 8) {
                 int mr = i1 - row < 8 ? (int)(i1 - row) : 8;
-                ar->tile(kc, j->w + row * k + p0, k, 0, mr, panel, nr, j->y + row * j->n + col, j->n, p0 == 0,
+                ar->tile(kc, j->w + row * k + p0, k, mr, panel, nr, j->y + row * j->n + col, j->n, p0 == 0,
                          p0 + KC >= k, j->e.bias ? j->e.bias + row : NULL, NULL, &j->e);
                 if (p0 + KC >= k && sigmoid_act(&j->e)) tile_sigmoid(j->y + row * j->n + col, j->n, mr, nr, j->e.act);
             }

@@ -95,7 +95,6 @@ AT static inline __m256 finish(__m256 x, __m256 bias, __m256 col_bias, const fge
     PROW_STORE(0) PROW_STORE(1) PROW_STORE(2) PROW_STORE(3)
 
 #define A_INPLACE(r) a##r[p]
-#define A_PACKED(r) ap[r]
 
 /* A read in place: rows lda apart (rows past rn repeat the last live one). */
 AT static void pass_inplace(int64_t kc, const float *a, int64_t lda, int rn, const float *bp, int cn, float *c,
@@ -107,25 +106,14 @@ AT static void pass_inplace(int64_t kc, const float *a, int64_t lda, int rn, con
     PASS_BODY(A_INPLACE, (void)0);
 }
 
-/* A packed: FG_MR values a step, ap at the pass's first row. */
-AT static void pass_packed(int64_t kc, const float *ap, int rn, const float *bp, int cn, float *c, int64_t ldc,
-                           int first, int last, const float *bias, const float *cbias, const fgemm_epi_t *e)
-{
-    PASS_BODY(A_PACKED, ap += FG_MR);
-}
-
-AT static void tile_avx2(int64_t kc, const float *a, int64_t lda, int packed, int mr, const float *bp, int nr,
-                         float *c, int64_t ldc, int first, int last, const float *bias, const float *cbias,
-                         const fgemm_epi_t *e)
+AT static void tile_avx2(int64_t kc, const float *a, int64_t lda, int mr, const float *bp, int nr, float *c,
+                         int64_t ldc, int first, int last, const float *bias, const float *cbias, const fgemm_epi_t *e)
 {
     for (int r0 = 0; r0 < mr; r0 += 4)
         for (int c0 = 0; c0 < nr; c0 += 16) {
             int rn = mr - r0 < 4 ? mr - r0 : 4, cn = nr - c0 < 16 ? nr - c0 : 16;
             const float *rb = bias ? bias + r0 : NULL, *cbp = cbias ? cbias + c0 : NULL;
-            if (packed)
-                pass_packed(kc, a + r0, rn, bp + c0, cn, c + r0 * ldc + c0, ldc, first, last, rb, cbp, e);
-            else
-                pass_inplace(kc, a + r0 * lda, lda, rn, bp + c0, cn, c + r0 * ldc + c0, ldc, first, last, rb, cbp, e);
+            pass_inplace(kc, a + r0 * lda, lda, rn, bp + c0, cn, c + r0 * ldc + c0, ldc, first, last, rb, cbp, e);
         }
 }
 

@@ -1,7 +1,8 @@
 /* fgemm_avx512.c — fgemm's kernels for AVX-512F (see fgemm_impl.h): an
  * 8 x 32 register tile of C (16 zmm accumulators), A read in place (8
- * broadcasts per step of k) or packed, B from the packed panel; the bias and
- * the activation applied before the tile is stored. Every element is one
+ * broadcasts per step of k), B from the packed panel; the bias and the
+ * activation applied before the tile is stored; and fconv_px's tile, the
+ * same accumulators with 8 pixels' inputs broadcast against packed weights. Every element is one
  * FMA chain over k in order, as fgemm_ref, so the bits are those of the
  * AVX2 and portable kernels. */
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -38,9 +39,9 @@ KT static inline __m512 finish(__m512 x, __m512 bias, __m512 col_bias, const fge
  * accumulators (zero, or the partial sums in C when this is not the first
  * panel), one step of k per 32 floats of the panel (A's 8 values of the
  * step broadcast), and the store of rows [0, mr) under the column masks
- * s0/s1, finished (bias, activation) after the last panel only. The GEMM
- * reads A's rows in place; the convolution reads A packed 8 rows to a
- * panel (rows past m zero: computed, never stored). */
+ * s0/s1, finished (bias, activation) after the last panel only. A's rows
+ * are read in place (rows past mr repeat the last one: computed, never
+ * stored). */
 #define TILE_ACC                                                                                   \
     __m512 c00 = _mm512_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;       \
     __m512 c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00, c60 = c00, c61 = c00; \
@@ -51,7 +52,7 @@ KT static inline __m512 finish(__m512 x, __m512 bias, __m512 col_bias, const fge
         c##r##1 = _mm512_maskz_loadu_ps(s1, c + r * ldc + 16);      \
     }
 #define TILE_LOAD ROW_LOAD(0) ROW_LOAD(1) ROW_LOAD(2) ROW_LOAD(3) ROW_LOAD(4) ROW_LOAD(5) ROW_LOAD(6) ROW_LOAD(7)
-/* A(r) names row r's value of this step: a##r[p] in place, ap[r] packed. */
+/* A(r) names row r's value of this step (A_INPLACE: a##r[p]; PX: pixel r's input). */
 #define TILE_STEP(bp, A)                                                                           \
     do {                                                                                           \
         __m512 b0 = _mm512_load_ps(bp), b1 = _mm512_load_ps((bp) + 16), t;                         \
@@ -69,7 +70,6 @@ KT static inline __m512 finish(__m512 x, __m512 bias, __m512 col_bias, const fge
     const float *a5 = a + (5 < mr ? 5 : mr - 1) * lda, *a6 = a + (6 < mr ? 6 : mr - 1) * lda;      \
     const float *a7 = a + (7 < mr ? 7 : mr - 1) * lda
 #define A_INPLACE(r) a##r[p]
-#define A_PACKED(r) ap[r]
 #define PX(r) p##r[o]
 #define ROW_STORE(r)                                                                   \
     if (r < mr) {                                                                      \
@@ -115,25 +115,10 @@ KT static void pack_b(const float *b, int64_t ldb, int64_t kc, int nr, float *ds
     }
 }
 
-/* Convolution tile: kc steps from the panel, A packed (8 values a step). */
-KT static void kernel_conv_8x32(int64_t kc, const float *ap, int mr, const float *bp, int nr, float *c, int64_t ldc,
-                                int first, int last, const float *bias, const fgemm_epi_t *e)
+KT static void tile_avx512(int64_t kc, const float *a, int64_t lda, int mr, const float *bp, int nr, float *c,
+                        int64_t ldc, int first, int last, const float *bias, const float *cbias, const fgemm_epi_t *e)
 {
-    TILE_ACC;
-    __mmask16 s0 = lanes_lo(nr), s1 = lanes_hi(nr);
-    const float *cbias = NULL;   /* a convolution's bias is per row */
-    if (!first) { TILE_LOAD }
-    for (int64_t p = 0; p < kc; p++, ap += 8, bp += 32) TILE_STEP(bp, A_PACKED);
-    TILE_COL_BIAS;
-    TILE_STORE
-}
-
-KT static void tile_avx512(int64_t kc, const float *a, int64_t lda, int packed, int mr, const float *bp, int nr,
-                        float *c, int64_t ldc, int first, int last, const float *bias, const float *cbias,
-                        const fgemm_epi_t *e)
-{
-    if (packed) kernel_conv_8x32(kc, a, mr, bp, nr, c, ldc, first, last, bias, e);
-    else kernel_8x32(kc, a, lda, mr, bp, nr, c, ldc, first, last, bias, cbias, e);
+    kernel_8x32(kc, a, lda, mr, bp, nr, c, ldc, first, last, bias, cbias, e);
 }
 
 /* The column matrix's rows [p0, p0 + kc) for one strip (row p = ch * taps

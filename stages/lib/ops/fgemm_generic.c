@@ -7,16 +7,15 @@
 #include <string.h>
 #include "ops/fgemm_impl.h"
 
-static void tile_generic(int64_t kc, const float *a, int64_t lda, int packed, int mr, const float *bp, int nr,
-                         float *c, int64_t ldc, int first, int last, const float *bias, const float *cbias,
-                         const fgemm_epi_t *e)
+static void tile_generic(int64_t kc, const float *a, int64_t lda, int mr, const float *bp, int nr, float *c,
+                         int64_t ldc, int first, int last, const float *bias, const float *cbias, const fgemm_epi_t *e)
 {
     float acc[FG_MR][FG_NR];
     for (int r = 0; r < mr; r++)
         for (int j = 0; j < nr; j++) acc[r][j] = first ? 0.0f : c[r * ldc + j];
     for (int64_t p = 0; p < kc; p++, bp += FG_NR)
         for (int r = 0; r < mr; r++) {
-            float av = packed ? a[p * FG_MR + r] : a[r * lda + p];
+            float av = a[r * lda + p];
             for (int j = 0; j < nr; j++) acc[r][j] = fmaf(av, bp[j], acc[r][j]);
         }
     for (int r = 0; r < mr; r++)

@@ -6,8 +6,8 @@
  *
  * The tile is FG_MR rows x FG_NR columns of C. B (or the convolution's
  * column matrix) comes packed: FG_KC steps of FG_NR floats, 64-byte
- * aligned, zero past the strip's nr columns. A is read in place (rows lda
- * apart) or packed (FG_MR values a step, rows past m zero). */
+ * aligned, zero past the strip's nr columns. A is read in place, rows lda
+ * apart. */
 #ifndef PARITY_FGEMM_IMPL_H
 #define PARITY_FGEMM_IMPL_H
 
@@ -22,8 +22,8 @@ typedef struct fgemm_arch {
     /* kc steps into the tile's rows [0, mr) and columns [0, nr); the
      * partial sums come from C unless first; finished only when last.
      * bias: the tile's first row's bias (or NULL); cbias: its first column's. */
-    void (*tile)(int64_t kc, const float *a, int64_t lda, int packed, int mr, const float *bp, int nr, float *c,
-                 int64_t ldc, int first, int last, const float *bias, const float *cbias, const fgemm_epi_t *e);
+    void (*tile)(int64_t kc, const float *a, int64_t lda, int mr, const float *bp, int nr, float *c, int64_t ldc,
+                 int first, int last, const float *bias, const float *cbias, const fgemm_epi_t *e);
     /* B's rows [0, kc), columns [0, nr) into the panel, zero past nr. */
     void (*pack_b)(const float *b, int64_t ldb, int64_t kc, int nr, float *dst);
     /* The column matrix's rows [p0, p0 + kc) of one strip (see fgemm.c's
