@@ -8,6 +8,7 @@
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 #include "ops/fgemm_impl.h"
+#include "ops/transpose8x8.h"
 #include "graph/graph.h"
 
 #define KT __attribute__((target("avx512f")))
@@ -169,24 +170,14 @@ KT static void gather_even_avx512(float *dst, const float *src, int64_t n)
     for (; i < n; i++) dst[i] = src[2 * i];
 }
 
-/* Eight rows of eight floats (each a ymm) transposed in registers:
- * r[i] holds pixel i's eight channels; channel j's eight pixels are stored
- * at y + j * ldy, the first npix of them. */
+/* Eight rows of eight floats transposed in registers: r0..r7 hold pixels
+ * 0..7's eight channels; channel j's eight pixels are stored at y + j *
+ * ldy, those pix selects. */
 KT static inline void store_8x8(__m256 r0, __m256 r1, __m256 r2, __m256 r3, __m256 r4, __m256 r5, __m256 r6,
                                 __m256 r7, float *y, int64_t ldy, int nch, __m256i pix)
 {
-    __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1);
-    __m256 t2 = _mm256_unpacklo_ps(r2, r3), t3 = _mm256_unpackhi_ps(r2, r3);
-    __m256 t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5);
-    __m256 t6 = _mm256_unpacklo_ps(r6, r7), t7 = _mm256_unpackhi_ps(r6, r7);
-    __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xEE);
-    __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xEE);
-    __m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xEE);
-    __m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xEE);
-    __m256 col[8] = {_mm256_permute2f128_ps(u0, u4, 0x20), _mm256_permute2f128_ps(u1, u5, 0x20),
-                     _mm256_permute2f128_ps(u2, u6, 0x20), _mm256_permute2f128_ps(u3, u7, 0x20),
-                     _mm256_permute2f128_ps(u0, u4, 0x31), _mm256_permute2f128_ps(u1, u5, 0x31),
-                     _mm256_permute2f128_ps(u2, u6, 0x31), _mm256_permute2f128_ps(u3, u7, 0x31)};
+    __m256 col[8] = {r0, r1, r2, r3, r4, r5, r6, r7};
+    transpose8x8_ps(col);
     for (int j = 0; j < nch; j++) _mm256_maskstore_ps(y + j * ldy, pix, col[j]);
 }
 

@@ -7,31 +7,24 @@
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
+#include "ops/transpose8x8.h"
 #define AT __attribute__((target("avx2")))
 
 /* dst[a * dld + b] = src[a + b * sld] for a, b < 8. */
 AT static inline void block8(float *dst, int64_t dld, const float *src, int64_t sld)
 {
-    __m256 r0 = _mm256_loadu_ps(src), r1 = _mm256_loadu_ps(src + sld), r2 = _mm256_loadu_ps(src + 2 * sld);
-    __m256 r3 = _mm256_loadu_ps(src + 3 * sld), r4 = _mm256_loadu_ps(src + 4 * sld);
-    __m256 r5 = _mm256_loadu_ps(src + 5 * sld), r6 = _mm256_loadu_ps(src + 6 * sld);
-    __m256 r7 = _mm256_loadu_ps(src + 7 * sld);
-    __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1);
-    __m256 t2 = _mm256_unpacklo_ps(r2, r3), t3 = _mm256_unpackhi_ps(r2, r3);
-    __m256 t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5);
-    __m256 t6 = _mm256_unpacklo_ps(r6, r7), t7 = _mm256_unpackhi_ps(r6, r7);
-    __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xEE);
-    __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xEE);
-    __m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xEE);
-    __m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xEE);
-    _mm256_storeu_ps(dst, _mm256_permute2f128_ps(u0, u4, 0x20));
-    _mm256_storeu_ps(dst + dld, _mm256_permute2f128_ps(u1, u5, 0x20));
-    _mm256_storeu_ps(dst + 2 * dld, _mm256_permute2f128_ps(u2, u6, 0x20));
-    _mm256_storeu_ps(dst + 3 * dld, _mm256_permute2f128_ps(u3, u7, 0x20));
-    _mm256_storeu_ps(dst + 4 * dld, _mm256_permute2f128_ps(u0, u4, 0x31));
-    _mm256_storeu_ps(dst + 5 * dld, _mm256_permute2f128_ps(u1, u5, 0x31));
-    _mm256_storeu_ps(dst + 6 * dld, _mm256_permute2f128_ps(u2, u6, 0x31));
-    _mm256_storeu_ps(dst + 7 * dld, _mm256_permute2f128_ps(u3, u7, 0x31));
+    __m256 r[8] = {_mm256_loadu_ps(src), _mm256_loadu_ps(src + sld), _mm256_loadu_ps(src + 2 * sld),
+                   _mm256_loadu_ps(src + 3 * sld), _mm256_loadu_ps(src + 4 * sld), _mm256_loadu_ps(src + 5 * sld),
+                   _mm256_loadu_ps(src + 6 * sld), _mm256_loadu_ps(src + 7 * sld)};
+    transpose8x8_ps(r);
+    _mm256_storeu_ps(dst, r[0]);
+    _mm256_storeu_ps(dst + dld, r[1]);
+    _mm256_storeu_ps(dst + 2 * dld, r[2]);
+    _mm256_storeu_ps(dst + 3 * dld, r[3]);
+    _mm256_storeu_ps(dst + 4 * dld, r[4]);
+    _mm256_storeu_ps(dst + 5 * dld, r[5]);
+    _mm256_storeu_ps(dst + 6 * dld, r[6]);
+    _mm256_storeu_ps(dst + 7 * dld, r[7]);
 }
 
 AT static void blocks_avx2(float *dst, int64_t dld, const float *src, int64_t sld, int64_t na, int64_t nb)
