@@ -43,6 +43,18 @@ def tmpdir(prefix):
     return tempfile.mkdtemp(prefix="parity-%s-" % prefix)
 
 
+def save_model(folder, name, nodes, inputs, outputs, inits=(), opset=13):
+    """folder/NAME.onnx: a one-graph model (IR version 7) of these nodes; its path."""
+    import onnx
+    from onnx import helper
+    g = helper.make_graph(nodes, name, inputs, outputs, initializer=list(inits))
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+    m.ir_version = 7
+    path = os.path.join(folder, name + ".onnx")
+    onnx.save(m, path)
+    return path
+
+
 def rel_diff(a, b):
     """max |a-b| / max(max |b|, tiny): one number per tensor, b the reference."""
     a64, b64 = a.astype(np.float64), b.astype(np.float64)

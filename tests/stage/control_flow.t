@@ -15,19 +15,14 @@ from onnx import TensorProto as TP, helper as h, numpy_helper
 
 sys.path.insert(0, os.path.dirname(__file__))
 from tap import ok, done, run, one_line_error
-from backend_lib import tmpdir, write_set, read_set
+from backend_lib import tmpdir, write_set, read_set, save_model
 
 tmp = tmpdir("control-flow")
 F = TP.FLOAT
 
 
 def save(name, nodes, inputs, outputs, inits=(), opset=13):
-    g = h.make_graph(nodes, name, inputs, outputs, initializer=list(inits))
-    m = h.make_model(g, opset_imports=[h.make_opsetid("", opset)])
-    m.ir_version = 7
-    path = os.path.join(tmp, name + ".onnx")
-    onnx.save(m, path)
-    return path
+    return save_model(tmp, name, nodes, inputs, outputs, inits, opset)
 
 
 def build(model, *extra):

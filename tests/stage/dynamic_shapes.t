@@ -25,7 +25,7 @@ from onnx import TensorProto as TP, helper as h, numpy_helper
 
 sys.path.insert(0, os.path.dirname(__file__))
 from tap import ok, done
-from backend_lib import run_backend, read_set, write_set, tmpdir, ort_available
+from backend_lib import run_backend, read_set, write_set, tmpdir, ort_available, save_model
 from bounds import U32, gamma
 
 tmp = tmpdir("dynamic-shapes")
@@ -38,12 +38,7 @@ if not ort_available():
 
 
 def save(name, nodes, inputs, outputs, inits=(), opset=13):
-    g = h.make_graph(nodes, name, inputs, outputs, initializer=list(inits))
-    m = h.make_model(g, opset_imports=[h.make_opsetid("", opset)])
-    m.ir_version = 7
-    path = os.path.join(tmp, name + ".onnx")
-    onnx.save(m, path)
-    return path
+    return save_model(tmp, name, nodes, inputs, outputs, inits, opset)
 
 
 def run_both(name, model, inputs):
