@@ -396,11 +396,12 @@ static void run_cols(dtype_t dt, const nn_geom_t *g, int64_t channels, int64_t r
     nn_parallel(channels, per >= 65536 ? 1 : 65536 / (per ? per : 1), cols_channels, &j);
 }
 
-/* A 2-D convolution on the implicit-GEMM kernel: the kernel packs the
- * column matrix a strip at a time straight from the input planes (no
- * column buffer), with the same sums as the GEMM over im2col's columns.
- * Strided convolutions first split the input into its stride phases (in
- * scratch), so their strips read consecutive elements too. 0 where it
+/* A 2-D convolution on the implicit-GEMM kernels, no column buffer: at
+ * AVX-512 the pixel-broadcast tile (fconv_px.c) where the shape suits it,
+ * else fconv_rows, which packs the column matrix a strip at a time straight
+ * from the input planes (strided convolutions first split the input into
+ * its stride phases, in scratch, so their strips read consecutive
+ * elements too); the same sums as the GEMM over im2col's columns. 0 where it
  * cannot, or where im2col + GEMM measured faster: an output plane so small
  * that the strips are mostly edges, and strips that must be gathered
  * (output rows narrower than the input's, no phase split) for fewer than
@@ -420,28 +421,18 @@ static int fconv_geom_of(const nn_geom_t *g, const conv_plan_t *p, fconv_geom_t 
     return 1;
 }
 
-/* The pixel-broadcast tile (fconv_px.c), where the CPU has it and the
- * shape suits it: 1 done, 0 not taken. */
-static int conv_px(op_ctx_t *c, const nn_geom_t *g, const conv_plan_t *p, const float *w, const float *x, float *y,
-                   const fgemm_epi_t *epi)
-{
-    fconv_geom_t fg;
-    int64_t need = fconv_geom_of(g, p, &fg) ? fconv_px_floats(&fg, p->mg) : 0;
-    if (!need) return 0;
-    void *owned = NULL;
-    float *scratch = nn_scratch(c, (size_t)need * sizeof(float), &owned);
-    int rc = fconv_px(p->mg, &fg, w, x, y, epi, scratch);
-    free(owned);
-    return rc == 0;
-}
-
 static int conv_implicit(op_ctx_t *c, const nn_geom_t *g, const conv_plan_t *p, const float *w, const float *x,
                          float *y, const fgemm_epi_t *epi)
 {
     fconv_geom_t fg;
     if (!fconv_geom_of(g, p, &fg)) return 0;
-    if (conv_px(c, g, p, w, x, y, epi)) return 1;
     void *owned = NULL;
+    int64_t px = fconv_px_floats(&fg, p->mg);
+    if (px) {   /* input broadcast against packed weights, no strip packing */
+        int rc = fconv_px(p->mg, &fg, w, x, y, epi, nn_scratch(c, (size_t)px * sizeof(float), &owned));
+        free(owned);
+        return rc == 0;
+    }
     int64_t phase = fconv_phase_floats(&fg);
     if (!rows_contiguous(g) && !phase && p->mg < GATHER_MIN_M) return 0;
     if (phase) fg.phase = nn_scratch(c, (size_t)phase * sizeof(float), &owned);

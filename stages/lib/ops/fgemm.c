@@ -96,7 +96,6 @@ const fgemm_arch_t *fgemm_arch(void)
     return &fgemm_arch_generic;
 }
 
-static const fgemm_arch_t *arch(void) { return fgemm_arch(); }
 
 static int fgemm_epi_supported(int act)
 {
@@ -178,7 +177,7 @@ static void fgemm_tile(void *ctx, int64_t t)
     const fgemm_job_t *j = ctx;
     int64_t i0, i1, j0, j1;
     task_range(&j->tiles, j->m, j->n, t, &i0, &i1, &j0, &j1);
-    const fgemm_arch_t *ar = arch();
+    const fgemm_arch_t *ar = fgemm_arch();
     for (int64_t col = j0; col < j1; col += 32) {
         int nr = j1 - col < 32 ? (int)(j1 - col) : 32;
         for (int64_t p0 = 0; p0 < j->k || p0 == 0; p0 += KC) {
@@ -210,7 +209,7 @@ void fgemm(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const f
         raw = xmalloc((size_t)(strips * 32 * k) * sizeof(float) + 63);
         float *bpack = (float *)(((uintptr_t)raw + 63) & ~(uintptr_t)63);
         for (int64_t s = 0; s < strips; s++)
-            arch()->pack_b(b + s * 32, ldb, k, n - s * 32 < 32 ? (int)(n - s * 32) : 32, bpack + s * k * 32);
+            fgemm_arch()->pack_b(b + s * 32, ldb, k, n - s * 32 < 32 ? (int)(n - s * 32) : 32, bpack + s * k * 32);
         j.bpack = bpack;
         j.tiles = tiling_of(m, n, TILE_M_MIN);
     }
@@ -270,7 +269,7 @@ static void fconv_tile(void *ctx, int64_t t)
     int taps = g->kh * g->kw;
     int64_t k = g->cin * taps;
     uint32_t mk[FCONV_MAX_K * FCONV_MAX_K];
-    const fgemm_arch_t *ar = arch();
+    const fgemm_arch_t *ar = fgemm_arch();
     int32_t base[32];
     int64_t i0, i1, j0, j1;
     task_range(&j->tiles, j->m, j->n, t, &i0, &i1, &j0, &j1);
@@ -326,7 +325,7 @@ static void phase_fill(void *ctx, int64_t ch)
                 int64_t row = py + (int64_t)g->sh * i;
                 int64_t n = row < g->h && px < g->w ? (g->w - px + g->sw - 1) / g->sw : 0;
                 const float *src = xc + row * g->w + px;
-                if (g->sw == 2) arch()->gather_even(dst, src, n);
+                if (g->sw == 2) fgemm_arch()->gather_even(dst, src, n);
                 else
                     for (int64_t q = 0; q < n; q++) dst[q] = src[q * g->sw];
                 for (int64_t q = n; q < pw; q++) dst[q] = 0.0f;
@@ -374,4 +373,4 @@ int fconv_rows(int64_t m, const fconv_geom_t *g, const float *w, const float *x,
 }
 
 
-void fgemm_gather_even(float *dst, const float *src, int64_t n) { arch()->gather_even(dst, src, n); }
+void fgemm_gather_even(float *dst, const float *src, int64_t n) { fgemm_arch()->gather_even(dst, src, n); }
