@@ -139,7 +139,7 @@ def analyse(path):
         for t in n.input:
             consumers[t].append(n)
     ln = layernorm_nodes(g, consumers)
-    info = {}
+    info, shapes = {}, {}
     for n in g.node:
         attrs = {a.name: onnx.helper.get_attribute_value(a) for a in n.attribute}
         flops = None if n.op_type in ("Conv", "MatMul", "Gemm") else 0     # None: shapes unknown
@@ -148,6 +148,9 @@ def analyse(path):
             kind = conv_kind(x[1] if x else None, (w or [0, 0])[2:], attrs.get("strides", [1]), attrs.get("group", 1))
             if w and y and None not in y:
                 flops = 2 * prod(y) * prod(w[1:])
+            if x and w and None not in x:
+                shapes[n.name] = "%d -> %d, %dx%d, %s / %d" % (x[1], w[0], x[2], x[3], "x".join(map(str, w[2:])),
+                                                               attrs.get("strides", [1])[0])
         elif n.op_type in ("MatMul", "Gemm"):
             kind = "MatMul"
             a, y = dims.get(n.input[0]), dims.get(n.output[0])
@@ -160,7 +163,7 @@ def analyse(path):
             kind = n.op_type
         info[n.name] = (kind, flops)
     producer = {o: n for n in g.node for o in n.output}
-    return info, producer, {n.name: n for n in g.node}, dims
+    return info, producer, {n.name: n for n in g.node}, dims, shapes
 
 
 def event_flops(args):
@@ -288,7 +291,7 @@ def profile_model(name, th, runs, repeat, stat, isa, tmp):
     inp = shapes_input(tmp, bindir, size)
     engine = os.path.join(tmp, name + ".engine")
     run([os.path.join(bindir, "build-engine"), model, "-o", engine, "--precision", "fp32"], "build-engine")
-    info, producer, nodes, dims = analyse(model)
+    info, producer, nodes, dims, shapes = analyse(model)
     prounds, orounds, ptot, otot = [], [], [], []
     for r in range(repeat):
         order = (0, 1) if r % 2 == 0 else (1, 0)
@@ -306,7 +309,12 @@ def profile_model(name, th, runs, repeat, stat, isa, tmp):
     kinds = collections.defaultdict(lambda: {"gflop": 0.0, "parity_ms": 0.0, "ort_ms": 0.0,
                                              "parity_layers": 0, "ort_layers": 0})
     unmapped_p = 0.0
+    convs = collections.defaultdict(lambda: {"gflop": 0.0, "parity_ms": 0.0, "ort_ms": 0.0,
+                                             "parity_layers": 0, "ort_layers": 0})
     for n, (op, ms) in play.items():
+        if n in shapes:
+            convs[shapes[n]]["parity_ms"] += ms
+            convs[shapes[n]]["parity_layers"] += 1
         if n in info:
             kind = info[n][0]
         else:
@@ -317,6 +325,9 @@ def profile_model(name, th, runs, repeat, stat, isa, tmp):
     from_trace = 0
     for n, (args, ms) in olay.items():
         node = map_ort(n, args, nodes, producer, dims)
+        if node in shapes:
+            convs[shapes[node]]["ort_ms"] += ms
+            convs[shapes[node]]["ort_layers"] += 1
         if node is not None:
             kind = info[node][0]
             if info[node][1] is None and event_flops(args) is not None:
@@ -331,6 +342,8 @@ def profile_model(name, th, runs, repeat, stat, isa, tmp):
     for n, (kind, flops) in info.items():
         no_shape += flops is None
         kinds[kind]["gflop"] += (flops or 0) / 1e9
+        if n in shapes:
+            convs[shapes[n]]["gflop"] += (flops or 0) / 1e9
     total_p = sum(k["parity_ms"] for k in kinds.values())
     total_o = sum(k["ort_ms"] for k in kinds.values())
     return {"model": name, "threads": th, "runs": runs, "rounds": repeat,
@@ -338,7 +351,7 @@ def profile_model(name, th, runs, repeat, stat, isa, tmp):
             "parity_inference_ms": stat(ptot), "ort_inference_ms": stat(otot),
             "parity_layers_ms": total_p, "ort_layers_ms": total_o,
             "parity_unmapped_ms": unmapped_p, "flops_from_ort_shapes": from_trace, "flops_unknown": no_shape, "ort_unmapped_ms": dict(unmapped),
-            "kinds": {k: dict(v) for k, v in kinds.items()}}
+            "kinds": {k: dict(v) for k, v in kinds.items()}, "convs": {k: dict(v) for k, v in convs.items()}}
 
 
 def table(res, stat_name):
@@ -384,6 +397,14 @@ def table(res, stat_name):
                  res["parity_inference_ms"] / res["ort_inference_ms"], stat_name, res["rounds"], res["runs"],
                  un_total, res["ort_layers_ms"], 100 * un_total / max(res["ort_layers_ms"], 1e-9), top or "-",
                  res["parity_unmapped_ms"], res["total_gflop"], res["flops_from_ort_shapes"], res["flops_unknown"])]
+    convs = res.get("convs") or {}
+    if convs:
+        lines += ["", "Conv layers by shape (cin -> cout, input, kernel / stride), the same layers as above, "
+                  "largest gap first:", "",
+                  "| Conv | layers parity / ORT | GFLOP | parity ms | ORT ms | ratio | parity GFLOP/s | ORT GFLOP/s |",
+                  "|---|---:|---:|---:|---:|---:|---:|---:|"]
+        for k in sorted(convs, key=lambda k: convs[k]["ort_ms"] - convs[k]["parity_ms"]):
+            lines.append(row(k, convs[k]))
     return "\n".join(lines) + "\n"
 
 

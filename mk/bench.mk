@@ -1,7 +1,8 @@
 # bench.mk — benchmark tools built from bench/*.c (not part of `make all`):
 #   build/bench/kernels   the convolution and GEMM kernels alone on RT-DETR's
 #                         640x640 shapes (bench/kernels.sh runs it in make bench)
-BENCH_TOOLS := $(O)/bench/kernels
+#   build/bench/engines_ab  two engines timed in turn in one process (kernel A/B)
+BENCH_TOOLS := $(O)/bench/kernels $(O)/bench/engines_ab
 .PHONY: bench-tools
 bench-tools: $(BENCH_TOOLS)
 bench: bench-tools
