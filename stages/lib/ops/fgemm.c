@@ -117,7 +117,11 @@ static void tile_sigmoid(float *c, int64_t ldc, int mr, int nr, int act)
     }
 }
 
-static int sigmoid_act(const fgemm_epi_t *e) { return e->act == ACT_SIGMOID || e->act == ACT_SILU; }
+/* Sigmoid or SiLU left for tile_sigmoid (the instruction set's tiles do not apply it). */
+static int sigmoid_act(const fgemm_epi_t *e)
+{
+    return (e->act == ACT_SIGMOID || e->act == ACT_SILU) && !fgemm_arch()->tile_sigmoid;
+}
 
 void fgemm_tile_sigmoid(float *c, int64_t ldc, int mr, int nr, const fgemm_epi_t *e)
 {
@@ -158,7 +162,7 @@ void fgemm_ref(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, con
             float acc = 0.0f;
             for (int64_t p = 0; p < k; p++) acc = fmaf(a[i * lda + p], b[p * ldb + j], acc);
             float y = fgemm_finish_one(acc, epi->bias ? epi->bias[i] : 0.0f, epi->col_bias ? epi->col_bias[j] : 0.0f, epi);
-            if (sigmoid_act(epi)) y = epi->act == ACT_SILU ? y * vm_sigmoidf(y) : vm_sigmoidf(y);
+            if (epi->act == ACT_SIGMOID || epi->act == ACT_SILU) y = epi->act == ACT_SILU ? y * vm_sigmoidf(y) : vm_sigmoidf(y);
             c[i * ldc + j] = y;
         }
 }

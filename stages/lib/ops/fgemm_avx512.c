@@ -9,12 +9,15 @@
 #include <immintrin.h>
 #include "ops/fgemm_impl.h"
 #include "ops/transpose8x8.h"
+#include "ops/vmath_avx512.h"
 #include "graph/graph.h"
 
 #define KT __attribute__((target("avx512f")))
 
 /* Bias (row, then column), then the activation with the same formulas as the Relu, Clip and
- * LeakyRelu kernels (NaN passes through; -0 stays -0). */
+ * LeakyRelu kernels (NaN passes through; -0 stays -0), and Sigmoid and SiLU
+ * as vm_sigmoid_f32 and the Mul compute them (vmath_avx512.h: the scalar
+ * function's bits), in registers rather than on the stored tile. */
 KT static inline __m512 finish(__m512 x, __m512 bias, __m512 col_bias, const fgemm_epi_t *e)
 {
     if (e->bias) x = _mm512_add_ps(x, bias);
@@ -31,6 +34,10 @@ KT static inline __m512 finish(__m512 x, __m512 bias, __m512 col_bias, const fge
         __mmask16 above = _mm512_cmp_ps_mask(x, hi, _CMP_GT_OQ);
         return _mm512_mask_mov_ps(_mm512_mask_mov_ps(x, above, hi), below, lo);
     }
+    case ACT_SIGMOID:
+        return v16_sigmoid(x);
+    case ACT_SILU:
+        return _mm512_mul_ps(x, v16_sigmoid(x));
     default:
         return x;
     }
@@ -227,6 +234,6 @@ KT static void tile_px_avx512(int64_t k, const float *const *px, const int32_t *
                   n3, pix);
 }
 
-const fgemm_arch_t fgemm_arch_avx512 = {tile_avx512, pack_b, pack_taps, gather_even_avx512, tile_px_avx512};
+const fgemm_arch_t fgemm_arch_avx512 = {tile_avx512, pack_b, pack_taps, gather_even_avx512, tile_px_avx512, 1};
 
 #endif

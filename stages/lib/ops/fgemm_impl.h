@@ -40,6 +40,9 @@ typedef struct fgemm_arch {
      * set has none (that set runs the packed path: the same sums). */
     void (*tile_px)(int64_t k, const float *const *px, const int32_t *koff, const float *wp, float *y, int64_t ldy,
                     int npix, int noc, const float *bias, const fgemm_epi_t *e);
+    /* 1 where the tiles apply Sigmoid and SiLU themselves (in registers);
+     * 0: they store the tile with its bias and fgemm_tile_sigmoid follows. */
+    int tile_sigmoid;
 } fgemm_arch_t;
 
 extern const fgemm_arch_t fgemm_arch_generic;

@@ -13,7 +13,8 @@
  * correctly with no special case. expm1 for x <= 0 reuses u: 2^k*(r*u) +
  * (2^k - 1), exact near 0, which keeps tanh's relative accuracy at small x.
  *
- * Same bits everywhere: the AVX2 code is a line-by-line transcription of
+ * Same bits everywhere: the AVX2 code (and vmath_avx512.h's exp and
+ * sigmoid) is a line-by-line transcription of
  * the scalar code (min/max written with the MINPS/MAXPS operand rule, fmaf
  * for each vfmadd, negations as sign-bit flips, the same integer bit
  * tricks, a NaN input returned quieted as it is), and the vector loops pad
@@ -24,21 +25,7 @@
 #include "ops/vmath.h"
 #include "util/isa.h"
 
-#define EXP_HI 89.0f
-#define EXP_LO -104.0f
-#define EXPM1_LO -30.0f               /* expm1(-30) = -1 in float */
-#define LOG2E 0x1.715476p+0f
-#define SHIFTER 0x1.8p23f
-#define LN2_HI 0x1.62e430p-1f
-#define LN2_LO -0x1.05c610p-29f
-/* e^r = 1 + r*u(r), u = 1 + r*(1/2 + r*(C3 + r*(C4 + r*(C5 + r*C6)))) */
-#define C6 1.9875691500e-4f
-#define C5 1.3981999507e-3f
-#define C4 8.3334519073e-3f
-#define C3 4.1665795894e-2f
-#define C2 1.6666665459e-1f
-#define C1 5.0000001201e-1f
-#define SIGN 0x80000000u
+#include "ops/vmath_consts.h"
 
 /* erf: |x| < ERF_A: x + x * PA(x^2), PA fitting erf(x)/x - 1; else
  * 1 - exp(-x^2) * PB(1/|x|), PB fitting erfc(x) * exp(x^2), with |x|
@@ -228,6 +215,7 @@ static void scale_scalar(float *y, int64_t n, double s)
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
+#include "ops/vmath_avx512.h"
 #define VT __attribute__((target("avx2,fma")))
 
 VT static inline __m256 v_nan_fix(__m256 x, __m256 y)
@@ -413,6 +401,21 @@ VT static void scale_avx2(float *y, int64_t n, double s)
     for (; i < n; i++) y[i] = scale1(y[i], s);   /* same bits as the vector lanes */
 }
 
+/* ---- AVX-512 (exp and sigmoid: the softmax and SiLU layers' share) ---- */
+
+#define V16_MAP(F, x, y, n) do {                                                \
+        int64_t i_ = 0;                                                         \
+        for (; i_ + 16 <= (n); i_ += 16)                                        \
+            _mm512_storeu_ps((y) + i_, F(_mm512_loadu_ps((x) + i_)));           \
+        if (i_ < (n)) {                                                         \
+            __mmask16 m_ = (__mmask16)((1u << ((n) - i_)) - 1);                 \
+            _mm512_mask_storeu_ps((y) + i_, m_, F(_mm512_maskz_loadu_ps(m_, (x) + i_))); \
+        }                                                                       \
+    } while (0)
+
+V16 static void exp_avx512(const float *x, float *y, int64_t n) { V16_MAP(v16_exp, x, y, n); }
+V16 static void sigmoid_avx512(const float *x, float *y, int64_t n) { V16_MAP(v16_sigmoid, x, y, n); }
+
 static int simd_state = -1;     /* -1 as util/isa says, 0 scalar (tests) */
 
 /* The AVX2+FMA code runs at PARITY_ISA avx2 and above (util/isa.h). */
@@ -425,14 +428,21 @@ int vm_have_simd(void)
 
 void vm_set_simd(int on) { simd_state = on ? -1 : 0; }
 #define PICK(v, s) (vm_have_simd() ? (v) : (s))
+/* exp and sigmoid at AVX-512 where util/isa says so: the same operations
+ * lane by lane as the AVX2 and scalar forms (vmath_avx512.h). */
+#define PICK3(w, v, s) (simd_state < 0 && isa_active() >= ISA_AVX512 ? (w) : PICK(v, s))
 #else
+#define PICK3(w, v, s) (s)
 int vm_have_simd(void) { return 0; }
 void vm_set_simd(int on) { (void)on; }
 #define PICK(v, s) (s)
 #endif
 
-void vm_exp_f32(const float *x, float *y, int64_t n) { PICK(exp_avx2, exp_scalar)(x, y, n); }
-void vm_sigmoid_f32(const float *x, float *y, int64_t n) { PICK(sigmoid_avx2, sigmoid_scalar)(x, y, n); }
+void vm_exp_f32(const float *x, float *y, int64_t n) { PICK3(exp_avx512, exp_avx2, exp_scalar)(x, y, n); }
+void vm_sigmoid_f32(const float *x, float *y, int64_t n)
+{
+    PICK3(sigmoid_avx512, sigmoid_avx2, sigmoid_scalar)(x, y, n);
+}
 void vm_tanh_f32(const float *x, float *y, int64_t n) { PICK(tanh_avx2, tanh_scalar)(x, y, n); }
 void vm_erf_f32(const float *x, float *y, int64_t n) { PICK(erf_avx2, erf_scalar)(x, y, n); }
 float vm_max_f32(const float *x, int64_t n) { return PICK(max_avx2, max_scalar)(x, n); }

@@ -1,5 +1,6 @@
 /* vmath.h — float32 exp, sigmoid, tanh and erf over arrays, vectorised
- * with AVX2+FMA where the CPU has them (chosen at run time) and giving the
+ * with AVX2+FMA where the CPU has them (exp and sigmoid with AVX-512 where
+ * util/isa.h allows it; chosen at run time) and giving the
  * same bits on every CPU: the scalar functions below are the reference, and
  * the vector code runs the very same operations (one polynomial, fused
  * multiply-adds where the scalar code calls fmaf, the same clamps), so an
