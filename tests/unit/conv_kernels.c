@@ -279,8 +279,8 @@ static void check_pool(const char *op, int64_t c, int64_t h, int64_t w, int64_t 
     if (ceil_mode && (ow - 1) * s >= w + pad) ow--;
     int good = !rc && y.ndim == 4 && y.dims[2] == oh && y.dims[3] == ow;
     for (int64_t ch = 0; good && ch < c; ch++)
-        for (int64_t i = 0; i < oh; i++)
-            for (int64_t j = 0; j < ow; j++) {
+        for (int64_t i = 0; good && i < oh; i++)
+            for (int64_t j = 0; good && j < ow; j++) {   /* stops at the first wrong output */
                 float best = 0, want;
                 int first = 1;
                 double acc = 0;
@@ -317,6 +317,8 @@ static void test_pools(void)
         check_pool("MaxPool", 2, 20, 50, 2, 2, 0, 1, 0, on);
         check_pool("MaxPool", 2, 19, 40, 3, 1, 1, 0, 0, on);
         check_pool("MaxPool", 2, 9, 70, 5, 3, 2, 1, 0, on);
+        check_pool("MaxPool", 2, 21, 171, 3, 2, 1, 0, 0, on);   /* rows of 64 outputs at once, then 16, then the tail */
+        check_pool("MaxPool", 2, 9, 150, 3, 1, 1, 0, 0, on);
         check_pool("AveragePool", 3, 41, 75, 2, 2, 0, 1, 1, on);
         check_pool("AveragePool", 2, 33, 61, 3, 2, 1, 1, 0, on);
         check_pool("AveragePool", 2, 19, 40, 3, 1, 1, 0, 1, on);

@@ -48,17 +48,42 @@ KT static inline __m512 taps16(const float *src, int64_t s, __m512i even)
     return _mm512_permutex2var_ps(lo, even, hi);
 }
 
+/* best = v where v > best: the first of equal values stays, a NaN only
+ * where it came first. */
+#define MAX_TAKE(best, v) best = _mm512_mask_mov_ps(best, _mm512_cmp_ps_mask(v, best, _CMP_GT_OQ), v)
+
 KT static int64_t max_avx512(float *y, const float *const *rows, int nrows, int k, int64_t s, int64_t start, int64_t n)
 {
     const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
     int64_t o = 0;
+    /* four vectors of outputs at once: each is a chain of compare-and-take
+     * through its taps, and four chains keep the core busy where one waits */
+    for (; o + 64 <= n; o += 64) {
+        int64_t c = start + o * s, d = 16 * s;
+        __m512 b0 = taps16(rows[0] + c, s, even), b1 = taps16(rows[0] + c + d, s, even);
+        __m512 b2 = taps16(rows[0] + c + 2 * d, s, even), b3 = taps16(rows[0] + c + 3 * d, s, even);
+        for (int r = 0; r < nrows; r++)
+            for (int q = 0; q < k; q++) {
+                const float *src = rows[r] + c + q;
+                __m512 v0 = taps16(src, s, even), v1 = taps16(src + d, s, even);
+                __m512 v2 = taps16(src + 2 * d, s, even), v3 = taps16(src + 3 * d, s, even);
+                MAX_TAKE(b0, v0);
+                MAX_TAKE(b1, v1);
+                MAX_TAKE(b2, v2);
+                MAX_TAKE(b3, v3);
+            }
+        _mm512_storeu_ps(y + o, b0);
+        _mm512_storeu_ps(y + o + 16, b1);
+        _mm512_storeu_ps(y + o + 32, b2);
+        _mm512_storeu_ps(y + o + 48, b3);
+    }
     for (; o + 16 <= n; o += 16) {
         int64_t c = start + o * s;
         __m512 best = taps16(rows[0] + c, s, even);
         for (int r = 0; r < nrows; r++)
             for (int q = 0; q < k; q++) {
                 __m512 v = taps16(rows[r] + c + q, s, even);
-                best = _mm512_mask_mov_ps(best, _mm512_cmp_ps_mask(v, best, _CMP_GT_OQ), v);
+                MAX_TAKE(best, v);
             }
         _mm512_storeu_ps(y + o, best);
     }

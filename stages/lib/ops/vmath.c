@@ -416,6 +416,69 @@ VT static void scale_avx2(float *y, int64_t n, double s)
 V16 static void exp_avx512(const float *x, float *y, int64_t n) { V16_MAP(v16_exp, x, y, n); }
 V16 static void sigmoid_avx512(const float *x, float *y, int64_t n) { V16_MAP(v16_sigmoid, x, y, n); }
 
+/* The softmax row pieces with the AVX2 forms' lane structure (eight
+ * partial maxima and sums, element i in partial i % 8): each 16-lane
+ * vector is two such groups of 8, folded in the order the AVX2 loop
+ * takes them, so the bits are the scalar forms'. */
+V16 static float max_avx512(const float *x, int64_t n)
+{
+    __m256 m = _mm256_set1_ps(-INFINITY);
+    __mmask16 nan = 0;
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m512 v = _mm512_loadu_ps(x + i);
+        nan |= _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+        m = _mm256_max_ps(m, _mm512_castps512_ps256(v));
+        m = _mm256_max_ps(m, _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
+    }
+    if (nan) return first_nan(x, n);
+    float lane[8];
+    _mm256_storeu_ps(lane, m);
+    for (; i < n; i++) lane[i & 7] = max_ps1(lane[i & 7], x[i]);   /* max_scalar's steps for the tail */
+    for (int64_t t = i - (n & 15); t < n; t++)
+        if (x[t] != x[t]) return first_nan(x, n);
+    return fold_max(lane);
+}
+
+V16 static double exp_shift_sum_avx512(const float *x, float m, float *y, int64_t n)
+{
+    __m512d acc = _mm512_setzero_pd();
+    const __m512 vm = _mm512_set1_ps(m);
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m512 e = v16_exp(_mm512_sub_ps(_mm512_loadu_ps(x + i), vm));
+        if (y) _mm512_storeu_ps(y + i, e);
+        acc = _mm512_add_pd(acc, _mm512_cvtps_pd(_mm512_castps512_ps256(e)));
+        acc = _mm512_add_pd(acc, _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(e), 1))));
+    }
+    if (i < n) {   /* the tail padded with -inf, as the AVX2 form's last vector(s) */
+        float b[16];
+        for (int l = 0; l < 16; l++) b[l] = -INFINITY;
+        memcpy(b, x + i, (size_t)(n - i) * sizeof(float));
+        __m512 e = v16_exp(_mm512_sub_ps(_mm512_loadu_ps(b), vm));
+        _mm512_storeu_ps(b, e);
+        if (y) memcpy(y + i, b, (size_t)(n - i) * sizeof(float));
+        acc = _mm512_add_pd(acc, _mm512_cvtps_pd(_mm512_castps512_ps256(e)));
+        if (n - i > 8)
+            acc = _mm512_add_pd(acc, _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(e), 1))));
+    }
+    double a[8];
+    _mm512_storeu_pd(a, acc);
+    return fold_sum(a);
+}
+
+V16 static void scale_avx512(float *y, int64_t n, double s)
+{
+    const __m512d vs = _mm512_set1_pd(s);
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m512d v = _mm512_cvtps_pd(_mm256_loadu_ps(y + i));
+        __m512d p = _mm512_mask_blend_pd(_mm512_cmp_pd_mask(v, v, _CMP_UNORD_Q), _mm512_mul_pd(v, vs), v);
+        _mm256_storeu_ps(y + i, _mm512_cvtpd_ps(p));
+    }
+    for (; i < n; i++) y[i] = scale1(y[i], s);
+}
+
 static int simd_state = -1;     /* -1 as util/isa says, 0 scalar (tests) */
 
 /* The AVX2+FMA code runs at PARITY_ISA avx2 and above (util/isa.h). */
@@ -445,11 +508,11 @@ void vm_sigmoid_f32(const float *x, float *y, int64_t n)
 }
 void vm_tanh_f32(const float *x, float *y, int64_t n) { PICK(tanh_avx2, tanh_scalar)(x, y, n); }
 void vm_erf_f32(const float *x, float *y, int64_t n) { PICK(erf_avx2, erf_scalar)(x, y, n); }
-float vm_max_f32(const float *x, int64_t n) { return PICK(max_avx2, max_scalar)(x, n); }
+float vm_max_f32(const float *x, int64_t n) { return PICK3(max_avx512, max_avx2, max_scalar)(x, n); }
 double vm_exp_shift_sum_f32(const float *x, float m, float *y, int64_t n)
 {
-    double s = PICK(exp_shift_sum_avx2, exp_shift_sum_scalar)(x, m, y, n);
+    double s = PICK3(exp_shift_sum_avx512, exp_shift_sum_avx2, exp_shift_sum_scalar)(x, m, y, n);
     return s == s ? s : NAN;     /* which NaN the adds pass on is the compiler's choice */
 }
-void vm_scale_f32(float *y, int64_t n, double s) { PICK(scale_avx2, scale_scalar)(y, n, s); }
+void vm_scale_f32(float *y, int64_t n, double s) { PICK3(scale_avx512, scale_avx2, scale_scalar)(y, n, s); }
 void vm_max_acc_f32(float *m, const float *x, int64_t n) { PICK(max_acc_avx2, max_acc_scalar)(m, x, n); }
