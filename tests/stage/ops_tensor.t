@@ -155,6 +155,14 @@ check("Tile int64 with zero and non-zero repeats",
 check("Concat of an empty input",
       [node("Concat", ["x", "e"], ["y"], axis=1)], {"x": x5}, {"e": np.zeros((2, 0), np.float16)},
       {"y": x5})
+# large enough that the pool copies it in 256 KiB pieces, pieces crossing inputs and rows
+ca = rng.standard_normal((3, 70, 33, 41)).astype(np.float32)
+cb = rng.standard_normal((3, 1, 33, 41)).astype(np.float32)
+cc = rng.standard_normal((3, 129, 33, 41)).astype(np.float32)
+for th in (1, 3):
+    check("Concat of 3 inputs, 3.2 MB, axis 1, %d thread%s" % (th, "s" if th > 1 else ""),
+          [node("Concat", ["a", "b", "e", "c"], ["y"], axis=1)], {"a": ca, "b": cb, "c": cc},
+          {"e": np.zeros((3, 0, 33, 41), np.float32)}, {"y": np.concatenate([ca, cb, cc], axis=1)}, threads=th)
 
 # ---- Transpose, DepthToSpace, SpaceToDepth ----
 xt = rng.standard_normal((2, 64, 48, 40)).astype(np.float32)

@@ -1,9 +1,10 @@
 /* concat.c — ops that join, split or replicate blocks of a tensor: Concat,
  * Split, Expand and Tile. All copy whole contiguous blocks (memcpy) and
- * walk the outer axes once. */
+ * walk the outer axes once; a large Concat is copied by the thread pool. */
 #include <stdlib.h>
 #include <string.h>
 #include "ops/tensor_impl.h"
+#include "util/pool.h"
 
 /* ---- Concat ---- */
 
@@ -47,6 +48,34 @@ int shape_concat(op_ctx_t *c)
     return op_set_out(c, 0, x->dtype, x->ndim, d);
 }
 
+/* The output is outer rows of n_in chunks (input i's chunk[i] bytes of
+ * that row). Large outputs are copied by the pool in pieces of
+ * CONCAT_PIECE output bytes (a piece may span chunks and rows); the bytes
+ * are the same whoever copies them. */
+#define CONCAT_PIECE ((int64_t)256 << 10)
+
+typedef struct concat_job {
+    const op_ctx_t *c;
+    const size_t *chunk;
+    int64_t row, total;   /* bytes per output row; in all */
+} concat_job_t;
+
+static void concat_piece(void *ctx, int64_t t)
+{
+    const concat_job_t *j = ctx;
+    int64_t x = t * CONCAT_PIECE, end = x + CONCAT_PIECE < j->total ? x + CONCAT_PIECE : j->total;
+    char *dst = j->c->out[0]->data;
+    while (x < end) {
+        int64_t o = x / j->row, off = x % j->row;
+        int i = 0;
+        while (off >= (int64_t)j->chunk[i]) off -= (int64_t)j->chunk[i++];
+        int64_t len = (int64_t)j->chunk[i] - off;
+        if (len > end - x) len = end - x;
+        memcpy(dst + x, (const char *)j->c->in[i]->data + o * (int64_t)j->chunk[i] + off, (size_t)len);
+        x += len;
+    }
+}
+
 int run_concat(op_ctx_t *c)
 {
     int axis;
@@ -54,14 +83,22 @@ int run_concat(op_ctx_t *c)
     const tensor_t *x = c->in[0];
     size_t es = dtype_size(x->dtype);
     int64_t outer = prod_dims(x->dims, 0, axis), inner = prod_dims(x->dims, axis + 1, x->ndim);
-    char *dst = c->out[0]->data;
-    for (int64_t o = 0; o < outer; o++)
-        for (int i = 0; i < c->n_in; i++) {
-            size_t chunk = (size_t)(c->in[i]->dims[axis] * inner) * es;
-            if (!chunk) continue;
-            memcpy(dst, (const char *)c->in[i]->data + o * chunk, chunk);
-            dst += chunk;
-        }
+    size_t *chunk = xcalloc((size_t)c->n_in, sizeof *chunk);
+    int64_t row = 0;
+    for (int i = 0; i < c->n_in; i++) row += (int64_t)(chunk[i] = (size_t)(c->in[i]->dims[axis] * inner) * es);
+    concat_job_t j = {c, chunk, row, row * outer};
+    if (row > 0 && j.total >= 2 * CONCAT_PIECE && j.total / outer >= 4096) {
+        pool_for((j.total + CONCAT_PIECE - 1) / CONCAT_PIECE, concat_piece, &j);
+    } else {   /* small, or rows of a few bytes: one pass */
+        char *dst = c->out[0]->data;
+        for (int64_t o = 0; o < outer; o++)
+            for (int i = 0; i < c->n_in; i++) {
+                if (!chunk[i]) continue;
+                memcpy(dst, (const char *)c->in[i]->data + o * chunk[i], chunk[i]);
+                dst += chunk[i];
+            }
+    }
+    free(chunk);
     return 0;
 }
 
