@@ -181,11 +181,16 @@ KT static void gather_even_avx512(float *dst, const float *src, int64_t n)
  * 0..7's eight channels; channel j's eight pixels are stored at y + j *
  * ldy, those pix selects. */
 KT static inline void store_8x8(__m256 r0, __m256 r1, __m256 r2, __m256 r3, __m256 r4, __m256 r5, __m256 r6,
-                                __m256 r7, float *y, int64_t ldy, int nch, __m256i pix)
+                                __m256 r7, float *y, int64_t ldy, int nch, __mmask16 pix)
 {
     __m256 col[8] = {r0, r1, r2, r3, r4, r5, r6, r7};
     transpose8x8_ps(col);
-    for (int j = 0; j < nch; j++) _mm256_maskstore_ps(y + j * ldy, pix, col[j]);
+    /* plain stores for whole rows of 8 pixels; an AVX-512 mask for fewer
+     * (AVX's VMASKMOVPS store is slow on AMD cores) */
+    if (pix == 0xFF)
+        for (int j = 0; j < nch; j++) _mm256_storeu_ps(y + j * ldy, col[j]);
+    else
+        for (int j = 0; j < nch; j++) _mm512_mask_storeu_ps(y + j * ldy, pix, _mm512_castps256_ps512(col[j]));
 }
 
 #define LO8(v) _mm512_castps512_ps256(v)
@@ -219,7 +224,7 @@ KT static void tile_px_avx512(int64_t k, const float *const *px, const int32_t *
     c50 = finish(c50, bv0, zero, e); c51 = finish(c51, bv1, zero, e);
     c60 = finish(c60, bv0, zero, e); c61 = finish(c61, bv1, zero, e);
     c70 = finish(c70, bv0, zero, e); c71 = finish(c71, bv1, zero, e);
-    __m256i pix = _mm256_cmpgt_epi32(_mm256_set1_epi32(npix), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    __mmask16 pix = (__mmask16)((1u << npix) - 1);
     int n0 = noc < 8 ? noc : 8, n1 = noc - 8 < 8 ? noc - 8 : 8, n2 = noc - 16 < 8 ? noc - 16 : 8;
     int n3 = noc - 24 < 8 ? noc - 24 : 8;
     store_8x8(LO8(c00), LO8(c10), LO8(c20), LO8(c30), LO8(c40), LO8(c50), LO8(c60), LO8(c70), y, ldy, n0, pix);
