@@ -91,10 +91,12 @@ static int check_gemm(int64_t m, int64_t n, int64_t k, int64_t pad, int act, int
 static void test_gemm_shapes(void)
 {
     /* tails on every side of the 8 x 32 tile and of the 64 x 256 task;
-     * k over one packed panel of 256 steps (partial sums through C) */
+     * k over one packed panel of 256 steps (partial sums through C); more
+     * than 256 rows: B packed whole once (with k over a panel too) */
     static const int64_t shapes[][3] = {{1, 1, 1}, {8, 32, 5}, {7, 33, 9}, {9, 17, 27}, {3, 16, 0},
                                         {65, 257, 13}, {16, 300, 72}, {130, 40, 33}, {5, 1000, 3},
-                                        {20, 70, 600}, {65, 100, 513}, {9, 33, 256}, {3, 40, 257}};
+                                        {20, 70, 600}, {65, 100, 513}, {9, 33, 256}, {3, 40, 257},
+                                        {300, 70, 40}, {261, 45, 300}};
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
         for (int act = ACT_NONE; act <= ACT_LEAKY; act++)
             check_gemm(shapes[i][0], shapes[i][1], shapes[i][2], i % 3, act, (int)(i + act) % 4);
