@@ -49,9 +49,16 @@ typedef struct sweep {
 
 /* Checks one block of inputs through the array functions (vector path
  * where the CPU has it) against the scalar functions and against double. */
+static long silu_mismatch;   /* vm_silu_f32 != x * vm_sigmoidf(x), over every sweep */
+
 static void check_block(const float *x, int64_t n, sweep_t *s)
 {
-    static float y[4][BLK];
+    static float y[4][BLK], z[BLK];
+    vm_silu_f32(x, z, n);
+    for (int64_t i = 0; i < n; i++) {
+        float want = x[i] * vm_sigmoidf(x[i]);
+        silu_mismatch += f2u(z[i]) != f2u(want);
+    }
     vm_exp_f32(x, y[0], n);
     vm_sigmoid_f32(x, y[1], n);
     vm_tanh_f32(x, y[2], n);
@@ -175,6 +182,8 @@ static void checks_at_level(void)
     sweep(3, 9973, &s0);
     vm_set_simd(1);
     ok(s0.mismatch[0] + s0.mismatch[1] + s0.mismatch[2] + s0.mismatch[3] == 0, "scalar array path equals the scalar functions");
+    ok(silu_mismatch == 0, "silu: x * sigmoid(x) with the Mul's bits, vector and scalar paths (%ld differ)", silu_mismatch);
+    silu_mismatch = 0;
     ok(special_values() == 0, "special values: inf, NaN, overflow edge, subnormal results, signed zeros");
     ok(softmax_pieces() == 0, "max / exp-sum / scale / column max: vector equals scalar, sum accurate");
 }

@@ -111,10 +111,9 @@ static int fgemm_epi_supported(int act)
  * does over the whole output, so the bits are the same. */
 static void tile_sigmoid(float *c, int64_t ldc, int mr, int nr, int act)
 {
-    float sig[FG_NR];
     for (int r = 0; r < mr; r++, c += ldc) {
-        vm_sigmoid_f32(c, sig, nr);
-        for (int i = 0; i < nr; i++) c[i] = act == ACT_SILU ? c[i] * sig[i] : sig[i];
+        if (act == ACT_SILU) vm_silu_f32(c, c, nr);
+        else vm_sigmoid_f32(c, c, nr);
     }
 }
 

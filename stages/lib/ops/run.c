@@ -87,42 +87,35 @@ static void round_to_precision(float *y, const float *x, int64_t count, precisio
     }
 }
 
-/* Sigmoid and SiLU of a fused layer, a block of elements per task: the
- * standalone Sigmoid's function (vmath.h, the same bits on every CPU),
- * then SiLU's product as the Mul computes it, so fusing changes no bit. */
-#define ACT_BLOCK 4096
+/* The fused epilogue (graph/fuse.c) on the layer's float32 output, a
+ * block of elements per task: the same formulas as the Relu, Clip and
+ * LeakyRelu kernels, the standalone Sigmoid's function (vmath.h, the same
+ * bits on every CPU), and SiLU's product as the Mul computes it
+ * (vm_silu_f32), so fusing changes no bit. */
+#define ACT_BLOCK 16384
 typedef struct act_job { const node_t *n; float *x; int64_t count; } act_job_t;
 
 static void act_block(void *ctx, int64_t t)
 {
     const act_job_t *j = ctx;
     int64_t s = t * ACT_BLOCK, len = j->count - s < ACT_BLOCK ? j->count - s : ACT_BLOCK;
-    float *x = j->x + s, sig[ACT_BLOCK];
-    vm_sigmoid_f32(x, sig, len);
-    if (j->n->act == ACT_SILU)
-        for (int64_t i = 0; i < len; i++) x[i] = x[i] * sig[i];
-    else
-        memcpy(x, sig, (size_t)len * sizeof *x);
-}
-
-/* The fused epilogue (graph/fuse.c): the same formulas as the Relu, Clip,
- * LeakyRelu and Sigmoid kernels (and Mul for SiLU), on the layer's float32
- * output. */
-static void apply_activation(const node_t *n, float *x, int64_t count)
-{
-    const float a = n->act_a, b = n->act_b;
-    switch (n->act) {
-    case ACT_RELU: for (int64_t i = 0; i < count; i++) x[i] = x[i] < 0 ? 0.0f : x[i]; break;
-    case ACT_CLIP: for (int64_t i = 0; i < count; i++) x[i] = x[i] < a ? (a > b ? b : a) : x[i] > b ? b : x[i]; break;
-    case ACT_LEAKY: for (int64_t i = 0; i < count; i++) x[i] = x[i] < 0 ? a * x[i] : x[i]; break;
-    case ACT_SIGMOID:
-    case ACT_SILU: {
-        act_job_t j = {n, x, count};
-        pool_for((count + ACT_BLOCK - 1) / ACT_BLOCK, act_block, &j);
-        break;
-    }
+    float *x = j->x + s;
+    const float a = j->n->act_a, b = j->n->act_b;
+    switch (j->n->act) {
+    case ACT_RELU: for (int64_t i = 0; i < len; i++) x[i] = x[i] < 0 ? 0.0f : x[i]; break;
+    case ACT_CLIP: for (int64_t i = 0; i < len; i++) x[i] = x[i] < a ? (a > b ? b : a) : x[i] > b ? b : x[i]; break;
+    case ACT_LEAKY: for (int64_t i = 0; i < len; i++) x[i] = x[i] < 0 ? a * x[i] : x[i]; break;
+    case ACT_SIGMOID: vm_sigmoid_f32(x, x, len); break;
+    case ACT_SILU: vm_silu_f32(x, x, len); break;
     default: break;
     }
+}
+
+static void apply_activation(const node_t *n, float *x, int64_t count)
+{
+    if (n->act == ACT_NONE) return;
+    act_job_t j = {n, x, count};
+    pool_for((count + ACT_BLOCK - 1) / ACT_BLOCK, act_block, &j);
 }
 
 int node_run(const node_t *n, const tensor_t *const *in, tensor_t **out, int threads,

@@ -138,6 +138,10 @@ static void sigmoid_scalar(const float *x, float *y, int64_t n)
 {
     for (int64_t i = 0; i < n; i++) y[i] = vm_sigmoidf(x[i]);
 }
+static void silu_scalar(const float *x, float *y, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++) y[i] = x[i] * vm_sigmoidf(x[i]);
+}
 static void tanh_scalar(const float *x, float *y, int64_t n)
 {
     for (int64_t i = 0; i < n; i++) y[i] = vm_tanhf(x[i]);
@@ -320,6 +324,8 @@ VT static inline __m256 v_erf(__m256 x)
 
 VT static void exp_avx2(const float *x, float *y, int64_t n) { V_MAP(v_exp, x, y, n); }
 VT static void sigmoid_avx2(const float *x, float *y, int64_t n) { V_MAP(v_sigmoid, x, y, n); }
+VT static inline __m256 v_silu(__m256 x) { return _mm256_mul_ps(x, v_sigmoid(x)); }
+VT static void silu_avx2(const float *x, float *y, int64_t n) { V_MAP(v_silu, x, y, n); }
 VT static void tanh_avx2(const float *x, float *y, int64_t n) { V_MAP(v_tanh, x, y, n); }
 VT static void erf_avx2(const float *x, float *y, int64_t n) { V_MAP(v_erf, x, y, n); }
 
@@ -415,6 +421,8 @@ VT static void scale_avx2(float *y, int64_t n, double s)
 
 V16 static void exp_avx512(const float *x, float *y, int64_t n) { V16_MAP(v16_exp, x, y, n); }
 V16 static void sigmoid_avx512(const float *x, float *y, int64_t n) { V16_MAP(v16_sigmoid, x, y, n); }
+V16 static inline __m512 v16_silu(__m512 x) { return _mm512_mul_ps(x, v16_sigmoid(x)); }
+V16 static void silu_avx512(const float *x, float *y, int64_t n) { V16_MAP(v16_silu, x, y, n); }
 
 /* The softmax row pieces with the AVX2 forms' lane structure (eight
  * partial maxima and sums, element i in partial i % 8): each 16-lane
@@ -506,6 +514,7 @@ void vm_sigmoid_f32(const float *x, float *y, int64_t n)
 {
     PICK3(sigmoid_avx512, sigmoid_avx2, sigmoid_scalar)(x, y, n);
 }
+void vm_silu_f32(const float *x, float *y, int64_t n) { PICK3(silu_avx512, silu_avx2, silu_scalar)(x, y, n); }
 void vm_tanh_f32(const float *x, float *y, int64_t n) { PICK(tanh_avx2, tanh_scalar)(x, y, n); }
 void vm_erf_f32(const float *x, float *y, int64_t n) { PICK(erf_avx2, erf_scalar)(x, y, n); }
 float vm_max_f32(const float *x, int64_t n) { return PICK3(max_avx512, max_avx2, max_scalar)(x, n); }

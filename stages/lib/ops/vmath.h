@@ -29,6 +29,9 @@ void vm_exp_f32(const float *x, float *y, int64_t n);
 void vm_sigmoid_f32(const float *x, float *y, int64_t n);
 void vm_tanh_f32(const float *x, float *y, int64_t n);
 void vm_erf_f32(const float *x, float *y, int64_t n);
+/* y[i] = x[i] * sigmoid(x[i]) (SiLU), the product rounded once after
+ * vm_sigmoidf, as a Sigmoid layer followed by a Mul computes it. */
+void vm_silu_f32(const float *x, float *y, int64_t n);
 
 /* Softmax pieces over one row of n floats:
  * vm_max_f32: the maximum; the first NaN if the row has one; -inf if n = 0.
