@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "ops/elementwise_impl.h"
+#include "ops/run.h"
 #include "util/pool.h"
 
 int ew_bad_type(op_ctx_t *c, dtype_t dt)
@@ -110,6 +111,7 @@ typedef struct chunk_ctx {
     const ew_job_t *j;
     ew_range_fn fn;
     int64_t total;
+    int act;   /* apply the node's fused activation to each finished chunk */
 } chunk_ctx_t;
 
 static void run_chunk(void *arg, int64_t k)
@@ -117,13 +119,20 @@ static void run_chunk(void *arg, int64_t k)
     const chunk_ctx_t *x = arg;
     int64_t s = k * EW_CHUNK, e = s + EW_CHUNK < x->total ? s + EW_CHUNK : x->total;
     x->fn(x->j, s, e);
+    if (x->act) node_act_range(x->j->c->node, (float *)x->j->o + s, e - s);
 }
 
+/* A fused activation (a SiLU after an Add, graph/fuse.c) runs on each
+ * chunk while it is in cache rather than in a second pass over the whole
+ * output: the same function of the same values, so the same bits. */
 int ew_parallel(const ew_job_t *j, int64_t total, ew_range_fn fn)
 {
     if (fn(j, 0, 0)) return OP_ERROR;       /* type check; no elements */
-    chunk_ctx_t x = {j, fn, total};
+    const tensor_t *o = j->c->out[0];
+    chunk_ctx_t x = {j, fn, total, j->c->node && j->c->node->act != ACT_NONE && o->dtype == DT_FLOAT && j->o == o->data &&
+                                   tensor_numel(o) == total};
     pool_for((total + EW_CHUNK - 1) / EW_CHUNK, run_chunk, &x);
+    if (x.act) j->c->act_done = 1;
     return 0;
 }
 

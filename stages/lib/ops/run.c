@@ -95,13 +95,10 @@ static void round_to_precision(float *y, const float *x, int64_t count, precisio
 #define ACT_BLOCK 16384
 typedef struct act_job { const node_t *n; float *x; int64_t count; } act_job_t;
 
-static void act_block(void *ctx, int64_t t)
+void node_act_range(const node_t *n, float *x, int64_t len)
 {
-    const act_job_t *j = ctx;
-    int64_t s = t * ACT_BLOCK, len = j->count - s < ACT_BLOCK ? j->count - s : ACT_BLOCK;
-    float *x = j->x + s;
-    const float a = j->n->act_a, b = j->n->act_b;
-    switch (j->n->act) {
+    const float a = n->act_a, b = n->act_b;
+    switch (n->act) {
     case ACT_RELU: for (int64_t i = 0; i < len; i++) x[i] = x[i] < 0 ? 0.0f : x[i]; break;
     case ACT_CLIP: for (int64_t i = 0; i < len; i++) x[i] = x[i] < a ? (a > b ? b : a) : x[i] > b ? b : x[i]; break;
     case ACT_LEAKY: for (int64_t i = 0; i < len; i++) x[i] = x[i] < 0 ? a * x[i] : x[i]; break;
@@ -109,6 +106,13 @@ static void act_block(void *ctx, int64_t t)
     case ACT_SILU: vm_silu_f32(x, x, len); break;
     default: break;
     }
+}
+
+static void act_block(void *ctx, int64_t t)
+{
+    const act_job_t *j = ctx;
+    int64_t s = t * ACT_BLOCK, len = j->count - s < ACT_BLOCK ? j->count - s : ACT_BLOCK;
+    node_act_range(j->n, j->x + s, len);
 }
 
 static void apply_activation(const node_t *n, float *x, int64_t count)
