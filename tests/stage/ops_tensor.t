@@ -135,6 +135,14 @@ check("Slice negative steps on int8, starts only known at run time",
 check("Slice-1 attributes with an absurd end",
       [node("Slice", ["x"], ["y"], starts=[1, -3], ends=[2**63 - 1, -1], axes=[1, 2])], {"x": x4}, {},
       {"y": x4[:, 1:, -3:-1]}, opset=9)
+xs5 = rng.standard_normal((2, 84, 8, 32)).astype(np.float32)
+check("Slice of whole trailing axes: one contiguous run per row",
+      [node("Slice", ["x", "s", "e", "a"], ["y"])], {"x": xs5}, {"s": i64(20), "e": i64(84), "a": i64(1)},
+      {"y": xs5[:, 20:84]})
+check("Slice with a step on an axis before whole ones, and the identity slice",
+      [node("Slice", ["x", "s", "e", "a", "st"], ["y"]), node("Slice", ["x", "z", "n"], ["w"])], {"x": xs5},
+      {"s": i64(1, 3), "e": i64(84, 8), "a": i64(1, 2), "st": i64(3, 1), "z": i64(0, 0, 0, 0),
+       "n": i64(2, 84, 8, 32)}, {"y": xs5[:, 1:84:3, 3:8], "w": xs5})
 x5 = np.arange(10, dtype=np.float16).reshape(2, 5)
 check("Split-18 num_outputs with a smaller last part",
       [node("Split", ["x"], ["a", "b", "c"], axis=1, num_outputs=3)], {"x": x5}, {},

@@ -138,7 +138,13 @@ int run_slice(op_ctx_t *c)
         jump[d] = p.step[d] * xst[d];   /* |step| <= dim here, so this fits */
         off += p.start[d] * xst[d];
     }
-    const int64_t L = p.count[R - 1], rows = total / L, js = p.step[R - 1];
+    /* the axes after `last` are taken whole: with a unit step on `last` too,
+     * each row is one contiguous run (a slice of 6400 of 8400 rows of 8 x 32
+     * is one copy, not 51,200) */
+    int last = R - 1;
+    while (last > 0 && p.start[last] == 0 && p.step[last] == 1 && p.count[last] == x->dims[last]) last--;
+    if (p.step[last] != 1) last = R - 1;
+    const int64_t L = prod_dims(p.count, last, R), rows = total / L, js = last == R - 1 ? p.step[R - 1] : 1;
     char *dst = c->out[0]->data;
     const char *src = x->data;
     for (int64_t r0 = 0; r0 < rows; r0++) {
@@ -152,7 +158,7 @@ int run_slice(op_ctx_t *c)
             }, (void)0);
         }
         dst += (size_t)L * es;
-        for (int d = R - 2; d >= 0; d--) {
+        for (int d = last - 1; d >= 0; d--) {
             if (++idx[d] < p.count[d]) { off += jump[d]; break; }
             off -= jump[d] * (p.count[d] - 1);
             idx[d] = 0;
