@@ -251,6 +251,11 @@ static void pool_planes_2d(const pool_job_t *j, int64_t p0, int64_t p1)
         for (int64_t o1 = 0; o1 < oh; o1++) {
             int64_t l1 = t->lo[1][o1], s1 = t->st[1][o1];
             int nr = (int)(t->hi[1][o1] - l1);
+            if (o1 + 2 < oh) {   /* the input rows two output rows on: short streams the hardware does not foresee */
+                int64_t pl1 = t->lo[1][o1 + 2], ps1 = t->st[1][o1 + 2], pnr = t->hi[1][o1 + 2] - pl1;
+                for (int64_t r = 0; r < pnr; r++)
+                    for (int64_t q = 0; q < n2; q += 16) __builtin_prefetch(xp + (ps1 + pl1 + r) * n2 + q);
+            }
             const float *rows[FAST_ROWS];
             for (int r = 0; r < nr; r++) rows[r] = xp + (s1 + l1 + r) * n2;
             float *yr = yp + o1 * ow;

@@ -48,6 +48,18 @@ KT static inline __m512 taps16(const float *src, int64_t s, __m512i even)
     return _mm512_permutex2var_ps(lo, even, hi);
 }
 
+/* The first nt < 16 of those taps; lanes past nt are zero, and nothing
+ * past the last tap (src[(nt - 1) s]) is read. */
+KT static inline __m512 taps_part(const float *src, int64_t s, __m512i even, int nt)
+{
+    int span = (int)((nt - 1) * s + 1);   /* floats from src[0] to the last tap */
+    __mmask16 lo_m = (__mmask16)(span >= 16 ? 0xFFFF : (1u << span) - 1);
+    if (s == 1) return _mm512_maskz_loadu_ps(lo_m, src);
+    __mmask16 hi_m = (__mmask16)(span > 16 ? (1u << (span - 16)) - 1 : 0);
+    __m512 lo = _mm512_maskz_loadu_ps(lo_m, src), hi = _mm512_maskz_loadu_ps(hi_m, src + 16);
+    return _mm512_permutex2var_ps(lo, even, hi);
+}
+
 /* best = v where v > best: the first of equal values stays, a NaN only
  * where it came first. */
 #define MAX_TAKE(best, v) best = _mm512_mask_mov_ps(best, _mm512_cmp_ps_mask(v, best, _CMP_GT_OQ), v)
@@ -86,6 +98,18 @@ KT static int64_t max_avx512(float *y, const float *const *rows, int nrows, int 
                 MAX_TAKE(best, v);
             }
         _mm512_storeu_ps(y + o, best);
+    }
+    if (o < n) {   /* the last outputs under a mask: lanes are independent, the zero lanes are never stored */
+        int nt = (int)(n - o);
+        int64_t c = start + o * s;
+        __m512 best = taps_part(rows[0] + c, s, even, nt);
+        for (int r = 0; r < nrows; r++)
+            for (int q = 0; q < k; q++) {
+                __m512 v = taps_part(rows[r] + c + q, s, even, nt);
+                MAX_TAKE(best, v);
+            }
+        _mm512_mask_storeu_ps(y + o, (__mmask16)((1u << nt) - 1), best);
+        o = n;
     }
     return o;
 }
