@@ -1,7 +1,7 @@
-/* fuse.c — activation fusion: Conv/ConvTranspose/Gemm (and MatMul, Add,
- * Sub, Mul, Div at float32 storage) followed by its only reader Relu, Clip
- * (constant bounds), LeakyRelu or Sigmoid becomes one layer whose output
- * gets the activation before it is stored — what TensorRT and cuDNN do. Before
+/* fuse.c — activation fusion: Conv/ConvTranspose/Gemm (and MatMul at
+ * float32 storage) followed by its only reader Relu, Clip (constant
+ * bounds), LeakyRelu or Sigmoid becomes one layer whose output gets the
+ * activation before it is stored — what TensorRT and cuDNN do. Before
  * that, per-channel scales and shifts fold into a Conv, a per-column bias
  * Add into a MatMul, and a SiLU (Sigmoid and Mul) into its producer. The layer report lists the layer as fused from
  * both; the intermediate tensor no longer exists (as on the GPU), and
@@ -316,11 +316,8 @@ int graph_fuse_activations(graph_t *g)
         int v = a->in[0], p = g->vals[v].producer;
         if (p < 0 || drop[p] || readers[v] != 1 || g->vals[v].is_output) continue;
         node_t *c = &g->nodes[p];
-        /* elementwise arithmetic at float32 storage too (a ResNet block's Add
-         * then Relu): the activation then runs on each chunk of its output */
-        int elementwise = silu_producer(c) && c->storage == DT_FLOAT && a->storage == DT_FLOAT;
-        if (!(fusable_producer(c) || elementwise) || c->n_out != 1 || c->out[0] != v) continue;
-        if (!same_precision(c, a) || (elementwise && (c->precision != PREC_FP32 || a->precision != PREC_FP32))) continue;
+        if (!fusable_producer(c) || c->n_out != 1 || c->out[0] != v) continue;
+        if (!same_precision(c, a)) continue;
         if (g->vals[v].t.dtype != DT_FLOAT) continue;
         float lo = 0, hi = 0;
         int kind = act_kind(g, a, &lo, &hi);
