@@ -122,6 +122,10 @@ static void pack_block(void *ctx, int64_t b)
 {
     const px_job_t *j = ctx;
     float *dst = j->wp + b * j->k * PX_OC;
+    if ((b + 1) * PX_OC <= j->m && fgemm_arch()->pack_px) {   /* a whole block: register transposes */
+        fgemm_arch()->pack_px(j->w + b * PX_OC * j->k, j->k, dst);
+        return;
+    }
     for (int64_t p = 0; p < j->k; p++, dst += PX_OC)
         for (int c = 0; c < PX_OC; c++) {
             int64_t oc = b * PX_OC + c;

@@ -186,6 +186,6 @@ AT static void gather_even_avx2(float *dst, const float *src, int64_t n)
     for (; i < n; i++) dst[i] = src[2 * i];
 }
 
-const fgemm_arch_t fgemm_arch_avx2 = {tile_avx2, pack_b, pack_taps, gather_even_avx2, NULL, 0};
+const fgemm_arch_t fgemm_arch_avx2 = {tile_avx2, pack_b, pack_taps, gather_even_avx2, NULL, 0, NULL};
 
 #endif

@@ -43,6 +43,9 @@ typedef struct fgemm_arch {
     /* 1 where the tiles apply Sigmoid and SiLU themselves (in registers);
      * 0: they store the tile with its bias and fgemm_tile_sigmoid follows. */
     int tile_sigmoid;
+    /* fconv_px's packed weights of one whole block of 32 output channels
+     * (see pack_block in fconv_px.c), or NULL (the plain loop packs). */
+    void (*pack_px)(const float *w, int64_t k, float *dst);
 } fgemm_arch_t;
 
 extern const fgemm_arch_t fgemm_arch_generic;
