@@ -74,17 +74,32 @@ int node_infer_shapes(const node_t *n, const tensor_t *const *in, tensor_t **out
     return rc;
 }
 
-/* Rounds a float32 input to the node's compute precision (precision.c
- * decides which inputs need it: GEMM inputs, and casts at boundaries). */
-/* y = x rounded to p, in one pass (y may be x). */
+/* y = x rounded to p (y may be x), a block of ROUND_BLOCK elements per
+ * task on the pool: the rounding of a float32 input to the node's compute
+ * precision (precision.c decides which inputs need it: GEMM inputs, and
+ * casts at boundaries) and of FP16/BF16-stored outputs. Elementwise, so
+ * the bits do not depend on the blocks. */
+#define ROUND_BLOCK ((int64_t)1 << 16)
+typedef struct round_job { float *y; const float *x; int64_t count; precision_t p; } round_job_t;
+
+static void round_block(void *ctx, int64_t t)
+{
+    const round_job_t *j = ctx;
+    int64_t s = t * ROUND_BLOCK, len = j->count - s < ROUND_BLOCK ? j->count - s : ROUND_BLOCK;
+    float *y = j->y + s;
+    const float *x = j->x + s;
+    switch (j->p) {
+    case PREC_TF32: round_tf32_copy(y, x, len); break;
+    case PREC_FP16: round_f16_copy(y, x, len); break;
+    case PREC_BF16: round_bf16_copy(y, x, len); break;
+    default: if (y != x) memcpy(y, x, (size_t)len * sizeof *y); break;
+    }
+}
+
 static void round_to_precision(float *y, const float *x, int64_t count, precision_t p)
 {
-    switch (p) {
-    case PREC_TF32: round_tf32_copy(y, x, count); break;
-    case PREC_FP16: round_f16_copy(y, x, count); break;
-    case PREC_BF16: round_bf16_copy(y, x, count); break;
-    default: if (y != x) memcpy(y, x, (size_t)count * sizeof *y); break;
-    }
+    round_job_t j = {y, x, count, p};
+    pool_for((count + ROUND_BLOCK - 1) / ROUND_BLOCK, round_block, &j);
 }
 
 /* The fused epilogue (graph/fuse.c) on the layer's float32 output, a
@@ -197,9 +212,9 @@ int node_run(const node_t *n, const tensor_t *const *in, tensor_t **out, int thr
             tensor_free_data(o);
             *o = h;
         } else if (n->storage == DT_FLOAT16) {
-            round_f16_inplace(o->data, tensor_numel(o));
+            round_to_precision(o->data, o->data, tensor_numel(o), PREC_FP16);
         } else if (n->storage == DT_BFLOAT16) {
-            round_bf16_inplace(o->data, tensor_numel(o));
+            round_to_precision(o->data, o->data, tensor_numel(o), PREC_BF16);
         }
     }
 done:
