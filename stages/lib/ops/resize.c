@@ -380,16 +380,26 @@ static int64_t unit_base(const rz_plan_t *p, const rz_axis_t *ax, const int64_t 
         int64_t wl = p->out[r - 1];                                                      \
         const int64_t *li = ax[r - 1].idx;                                               \
         const unsigned char *lo = ax[r - 1].outside;                                     \
+        int twice = !lo && wl % 2 == 0;   /* each input element twice (2x upsampling) */ \
+        for (int64_t j = 0; twice && j < wl; j++) twice = li[j] == j / 2;               \
+        const T *prev = NULL;                                                            \
+        int prev_out = 0;                                                                \
         for (int64_t u = u0; u < u1; u++) {                                              \
             int out;                                                                     \
             const T *xr = x + unit_base(p, ax, str, r - 1, u, &out);                     \
             T *yr = y + u * wl;                                                          \
-            if (out)                                                                     \
+            if (u > u0 && xr == prev && out == prev_out)   /* the row above again */     \
+                memcpy(yr, yr - wl, (size_t)wl * sizeof *yr);                            \
+            else if (out)                                                                \
                 for (int64_t j = 0; j < wl; j++) yr[j] = extrap;                         \
             else if (lo)                                                                 \
                 for (int64_t j = 0; j < wl; j++) yr[j] = lo[j] ? extrap : xr[li[j]];     \
+            else if (twice)                                                              \
+                for (int64_t j = 0; j < wl / 2; j++) yr[2 * j] = yr[2 * j + 1] = xr[j];  \
             else                                                                         \
                 for (int64_t j = 0; j < wl; j++) yr[j] = xr[li[j]];                      \
+            prev = xr;                                                                   \
+            prev_out = out;                                                              \
         }                                                                                \
     }
 
