@@ -143,6 +143,11 @@ check("Slice with a step on an axis before whole ones, and the identity slice",
       [node("Slice", ["x", "s", "e", "a", "st"], ["y"]), node("Slice", ["x", "z", "n"], ["w"])], {"x": xs5},
       {"s": i64(1, 3), "e": i64(84, 8), "a": i64(1, 2), "st": i64(3, 1), "z": i64(0, 0, 0, 0),
        "n": i64(2, 84, 8, 32)}, {"y": xs5[:, 1:84:3, 3:8], "w": xs5})
+xs6 = rng.standard_normal((6, 70, 16, 40)).astype(np.float32)
+for th in (1, 3):
+    check("Slice of 0.9 MB in runs of 150 KB, outer axis reversed, %d thread%s (pool pieces)" % (th, "s" if th > 1 else ""),
+          [node("Slice", ["x", "s", "e", "a", "st"], ["y"])], {"x": xs6},
+          {"s": i64(-1, 10), "e": i64(-100, 70), "a": i64(0, 1), "st": i64(-1, 1)}, {"y": xs6[::-1, 10:70]}, threads=th)
 x5 = np.arange(10, dtype=np.float16).reshape(2, 5)
 check("Split-18 num_outputs with a smaller last part",
       [node("Split", ["x"], ["a", "b", "c"], axis=1, num_outputs=3)], {"x": x5}, {},

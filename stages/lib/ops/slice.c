@@ -2,6 +2,7 @@
  * negative steps), Compress (mask along an axis) and ReverseSequence. */
 #include <string.h>
 #include "ops/tensor_impl.h"
+#include "util/pool.h"
 
 /* ---- Slice ---- */
 
@@ -121,6 +122,36 @@ int shape_slice(op_ctx_t *c)
     return op_set_out(c, 0, c->in[0]->dtype, c->in[0]->ndim, p.count);
 }
 
+/* A large slice of contiguous runs (unit step along its last axis) is
+ * copied by the pool in pieces of SLICE_PIECE output bytes; piece t finds
+ * the source of each run it touches from the run's index. */
+#define SLICE_PIECE ((int64_t)256 << 10)
+
+typedef struct slice_job {
+    const char *src;
+    char *dst;
+    int last;                 /* runs are indexed by the axes before `last` */
+    const int64_t *count, *jump;
+    int64_t off, run, total;  /* source offset of run 0 (bytes); bytes per run; in all */
+} slice_job_t;
+
+static void slice_piece(void *ctx, int64_t t)
+{
+    const slice_job_t *j = ctx;
+    int64_t x = t * SLICE_PIECE, end = x + SLICE_PIECE < j->total ? x + SLICE_PIECE : j->total;
+    while (x < end) {
+        int64_t r = x / j->run, in = x % j->run, src = j->off;
+        /* the run's source: its index in mixed radix over count[0..last) */
+        for (int d = j->last - 1; d >= 0; d--) {
+            src += (r % j->count[d]) * j->jump[d];
+            r /= j->count[d];
+        }
+        int64_t len = j->run - in < end - x ? j->run - in : end - x;
+        memcpy(j->dst + x, j->src + src + in, (size_t)len);
+        x += len;
+    }
+}
+
 int run_slice(op_ctx_t *c)
 {
     slice_plan_t p;
@@ -147,6 +178,13 @@ int run_slice(op_ctx_t *c)
     const int64_t L = prod_dims(p.count, last, R), rows = total / L, js = last == R - 1 ? p.step[R - 1] : 1;
     char *dst = c->out[0]->data;
     const char *src = x->data;
+    if (js == 1 && total * (int64_t)es >= 2 * SLICE_PIECE && L * (int64_t)es >= 4096) {
+        int64_t jb[TENSOR_MAX_DIMS];
+        for (int d = 0; d < last; d++) jb[d] = jump[d] * (int64_t)es;
+        slice_job_t j = {src, dst, last, p.count, jb, off * (int64_t)es, L * (int64_t)es, total * (int64_t)es};
+        pool_for((j.total + SLICE_PIECE - 1) / SLICE_PIECE, slice_piece, &j);
+        return 0;
+    }
     for (int64_t r0 = 0; r0 < rows; r0++) {
         if (js == 1) {
             memcpy(dst, src + off * (int64_t)es, (size_t)L * es);
