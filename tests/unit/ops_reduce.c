@@ -631,9 +631,61 @@ static void test_cumsum(void)
     tensor_free(xi);
 }
 
+/* Reducing the last axis with more than 1024 outputs runs its rows on the
+ * pool (reduce_walk.c): every kind, float32 [4, 400, 13] over axis -1, at 1
+ * and 3 threads, against the same rows reduced a block of 400 at a time
+ * (the serial walk), bit for bit. */
+static tensor_t *reduce_last(int kind, const tensor_t *x, int threads)
+{
+    tnode_t t;
+    perr_t e;
+    int64_t axes[1] = {-1};
+    pool_set_threads(threads);
+    tn_init(&t, red_ops[kind], 11, 1, 1);
+    tn_ints(&t, "axes", 1, axes);
+    tn_int(&t, "keepdims", 0);
+    const tensor_t *in[1] = {x};
+    tensor_t *y = calloc(1, sizeof *y), *out[1] = {y};
+    int rc = tn_run(&t, in, out, &e);
+    pool_set_threads(1);
+    if (rc) {
+        diag("%s: %s", red_ops[kind], e.msg);
+        tensor_free(y);
+        return NULL;
+    }
+    return y;
+}
+
+static void test_reduce_rows_pool(void)
+{
+    const int64_t dims[3] = {4, 400, 13}, one[3] = {1, 400, 13};
+    tensor_t *x = rand_tensor(DT_FLOAT, 3, dims, 0.5, 1.5, 0);
+    int bad = 0;
+    for (int kind = 0; kind < K_N; kind++) {
+        tensor_t *y1 = reduce_last(kind, x, 1), *y3 = reduce_last(kind, x, 3);
+        int same = y1 && y3 && !memcmp(y1->data, y3->data, tensor_nbytes(y1));
+        for (int b = 0; same && b < 4; b++) {
+            perr_t e = {0};
+            tensor_t *xb = tensor_new(DT_FLOAT, 3, one, &e);
+            memcpy(xb->data, (const float *)x->data + b * 400 * 13, 400 * 13 * sizeof(float));
+            tensor_t *yb = reduce_last(kind, xb, 1);
+            same = yb && !memcmp(yb->data, (const float *)y1->data + b * 400, 400 * sizeof(float));
+            tensor_free(xb);
+            if (yb) tensor_free(yb);
+        }
+        if (!same) diag("%s over the last axis: the pooled rows differ", red_ops[kind]);
+        bad += !same;
+        if (y1) tensor_free(y1);
+        if (y3) tensor_free(y3);
+    }
+    ok(bad == 0, "Reduce* over the last axis of [4, 400, 13]: pooled rows equal the serial walk, 1 and 3 threads");
+    tensor_free(x);
+}
+
 int main(void)
 {
     test_reductions();
+    test_reduce_rows_pool();
     test_reduce_edges();
     test_softmax();
     test_softmax_rows();

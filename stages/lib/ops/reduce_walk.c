@@ -25,6 +25,7 @@
 #include <math.h>
 #include <string.h>
 #include "ops/reduce_impl.h"
+#include "util/pool.h"
 
 typedef enum { R_MAX, R_MIN, R_MEAN, R_SUM, R_PROD, R_L1, R_L2, R_LOGSUM, R_LOGSUMEXP, R_SUMSQ } red_kind_t;
 
@@ -162,9 +163,46 @@ static void plan_build(const tensor_t *x, const unsigned char *red, red_plan_t *
         }                                                                 \
     }
 
+/* Only the innermost group reduced (a Reduce over the last axes): run q
+ * is output q's only run, so runs are independent and the pool takes
+ * RUNS_PER_TASK of them per task; each output's terms are the serial
+ * walk's, in its order, so the bits are too. */
+#define RUNS_PER_TASK 1024
+typedef struct runs_job {
+    const red_plan_t *p;
+    dtype_t dt;
+    const void *x;
+    red_tr_t tr;
+    double *acc;
+    const double *shift;
+} runs_job_t;
+
+static void runs_task(void *ctx, int64_t t)
+{
+    const runs_job_t *j = ctx;
+    const red_plan_t *p = j->p;
+    const int64_t L = p->size[p->n - 1], q1 = (t + 1) * RUNS_PER_TASK < p->out_numel ? (t + 1) * RUNS_PER_TASK : p->out_numel;
+    const int r = 1;
+    const red_tr_t tr = j->tr;
+    double *acc = j->acc;
+    const double *shift = j->shift;
+    DISPATCH_NUMERIC(j->dt, {
+        const T *xs = j->x;
+        for (int64_t o = t * RUNS_PER_TASK; o < q1; o++) {
+            int64_t i = o * L;
+            SEG_DOUBLE(T);
+        }
+    }, (void)0)
+}
+
 static void walk_double(const red_plan_t *p, dtype_t dt, const void *x, red_tr_t tr,
                         double *acc, const double *shift)
 {
+    if (p->red[p->n - 1] && p->count == p->size[p->n - 1] && p->out_numel > RUNS_PER_TASK) {
+        runs_job_t j = {p, dt, x, tr, acc, shift};
+        pool_for((p->out_numel + RUNS_PER_TASK - 1) / RUNS_PER_TASK, runs_task, &j);
+        return;
+    }
     DISPATCH_NUMERIC(dt, {
         const T *xs = x;
         RED_WALK(p, SEG_DOUBLE(T));
