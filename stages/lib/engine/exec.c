@@ -71,7 +71,7 @@ static char *arena_new(const graph_t *g, int64_t *size)
         }
     }
     *size = end;
-    return end ? aligned_alloc(64, (size_t)end) : NULL;
+    return end ? xmalloc_huge((size_t)end) : NULL;
 }
 
 /* A view's output shares its input's bytes in the plan (graph_plan_memory).
@@ -88,6 +88,9 @@ void exec_opts_release(exec_opts_t *o)
 {
     free(o->arena);
     o->arena = NULL;
+    if (o->scratch) scratch_pool_free(o->scratch);
+    free(o->scratch);
+    o->scratch = NULL;
 }
 
 /* A dumped tensor: a subgraph's value is dumped once per run of the
@@ -212,9 +215,13 @@ int exec_run(const graph_t *g, const tensor_set_t *in, const exec_opts_t *o, ten
     if (o && !o->arena) ((exec_opts_t *)o)->arena = arena;
     tensor_t **rt = xcalloc(g->n_vals + 1, sizeof *rt);       /* current tensor per value */
     tensor_t *owned = xcalloc(g->n_vals + 1, sizeof *owned);  /* storage of activations */
-    scratch_pool_t pool = {0};
+    scratch_pool_t own_pool = {0}, *pool = &own_pool;
+    if (o) {
+        if (!o->scratch) ((exec_opts_t *)o)->scratch = xcalloc(1, sizeof(scratch_pool_t));
+        pool = o->scratch;
+    }
     int rc = 0;
-    exec_env_t env = {.o = o, .threads = o && o->threads > 0 ? o->threads : 1, .out = out, .pool = &pool};
+    exec_env_t env = {.o = o, .threads = o && o->threads > 0 ? o->threads : 1, .out = out, .pool = pool};
     for (int i = 0; i < g->n_vals; i++)
         if (g->vals[i].kind == VAL_CONST) rt[i] = (tensor_t *)&g->vals[i].t;
     if (bind_inputs(g, in, rt, e)) { rc = -1; goto done; }
@@ -233,6 +240,6 @@ done:
     free(owned);
     free(rt);
     if (!o) free(arena);
-    scratch_pool_free(&pool);
+    scratch_pool_free(&own_pool);
     return rc;
 }

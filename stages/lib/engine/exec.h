@@ -13,9 +13,10 @@ typedef struct exec_opts {
     const tensor_set_t *reference; /* local-error mode: feed each node the reference's inputs */
     double *layer_ms;              /* if set: per-node time is added here (n_nodes entries) */
     void *arena;                   /* kept across runs by the caller: exec_run allocates it */
+    struct scratch_pool *scratch;  /* the kernels' scratch blocks, kept across runs likewise */
 } exec_opts_t;
 
-/* Frees the arena an exec_opts_t kept across runs. */
+/* Frees the arena and scratch an exec_opts_t kept across runs. */
 void exec_opts_release(exec_opts_t *o);
 
 /* Binds inputs (by name; unnamed tensors by position), runs every node and

@@ -20,7 +20,7 @@ static void *scratch_get(op_ctx_t *c, size_t bytes)
     int k = p->used++;
     if (p->sizes[k] < bytes) {
         free(p->blocks[k]);
-        p->blocks[k] = xmalloc(bytes);
+        p->blocks[k] = xmalloc_huge(bytes);
         p->sizes[k] = bytes;
     }
     return p->blocks[k];

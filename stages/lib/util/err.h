@@ -34,6 +34,7 @@ void die_usage(const char *prog, const char *fmt, ...)
 
 /* Allocation that never returns NULL (out of memory is an internal error). */
 void *xmalloc(size_t n);
+void *xmalloc_huge(size_t n);
 void *xcalloc(size_t n, size_t size);
 void *xrealloc(void *p, size_t n);
 char *xstrdup(const char *s);
