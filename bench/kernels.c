@@ -13,6 +13,7 @@
 #include <string.h>
 #include <time.h>
 #include "ops/fgemm.h"
+#include "util/err.h"
 #include "util/isa.h"
 #include "util/pool.h"
 
@@ -52,8 +53,7 @@ static double clock_s(clockid_t id)
 
 static float *random_floats(size_t n, unsigned seed)
 {
-    float *p = NULL;
-    if (posix_memalign((void **)&p, 64, n * sizeof *p)) { fprintf(stderr, "kernels: out of memory\n"); exit(3); }
+    float *p = xmalloc_huge(n * sizeof *p);   /* as the engine's arena: 2 MiB pages where THP allows */
     for (size_t i = 0; i < n; i++) {
         seed = seed * 1664525u + 1013904223u;
         p[i] = (float)((seed >> 8) & 0xFFFF) / 65536.0f - 0.5f;
@@ -77,13 +77,13 @@ static void run_once(const shape_t *s, const float *w, const float *x, float *y)
     }
     int64_t px = fconv_px_floats(&g, s->cout);   /* as conv.c: the pixel-broadcast tile where it applies */
     if (px) {
-        float *scratch = malloc((size_t)px * sizeof(float));
+        float *scratch = xmalloc_huge((size_t)px * sizeof(float));   /* as the engine's scratch */
         fconv_px(s->cout, &g, w, x, y, NULL, scratch);
         free(scratch);
         return;
     }
     int64_t phase = fconv_phase_floats(&g);   /* as conv.c: strided convolutions on their stride phases */
-    g.phase = phase ? malloc((size_t)phase * sizeof(float)) : NULL;
+    g.phase = phase ? xmalloc_huge((size_t)phase * sizeof(float)) : NULL;
     fconv_rows(s->cout, &g, w, x, y, NULL);
     free(g.phase);
 }

@@ -119,8 +119,11 @@ AT static void tile_avx2(int64_t kc, const float *a, int64_t lda, int mr, const 
 
 AT static void pack_b(const float *b, int64_t ldb, int64_t kc, int nr, float *dst)
 {
-    for (int64_t p = 0; p < kc; p++, b += ldb, dst += FG_NR)
+    for (int64_t p = 0; p < kc; p++, b += ldb, dst += FG_NR) {
+        _mm_prefetch((const char *)(b + 64), _MM_HINT_T1);   /* as the AVX-512 pack: two strips on */
+        _mm_prefetch((const char *)(b + 80), _MM_HINT_T1);
         for (int q = 0; q < 4; q++) _mm256_store_ps(dst + 8 * q, load_part(b + 8 * q, nr - 8 * q));
+    }
 }
 
 /* Lanes whose bit is set in bits (8 bits) as a vector mask. */

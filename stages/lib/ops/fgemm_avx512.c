@@ -118,6 +118,11 @@ KT static void pack_b(const float *b, int64_t ldb, int64_t kc, int nr, float *ds
 {
     __mmask16 s0 = lanes_lo(nr), s1 = lanes_hi(nr);
     for (int64_t p = 0; p < kc; p++, b += ldb, dst += 32) {
+        /* the same row two strips on (B's rows are planes apart: no
+         * hardware prefetcher follows that many streams). A prefetch
+         * past the row or the array reads nothing and never faults. */
+        _mm_prefetch((const char *)(b + 64), _MM_HINT_T1);
+        _mm_prefetch((const char *)(b + 80), _MM_HINT_T1);
         _mm512_store_ps(dst, _mm512_maskz_loadu_ps(s0, b));
         _mm512_store_ps(dst + 16, _mm512_maskz_loadu_ps(s1, b + 16));
     }
