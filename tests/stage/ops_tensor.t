@@ -176,6 +176,18 @@ for th in (1, 3):
     check("Concat of 3 inputs, 3.2 MB, axis 1, %d thread%s" % (th, "s" if th > 1 else ""),
           [node("Concat", ["a", "b", "e", "c"], ["y"], axis=1)], {"a": ca, "b": cb, "c": cc},
           {"e": np.zeros((3, 0, 33, 41), np.float32)}, {"y": np.concatenate([ca, cb, cc], axis=1)}, threads=th)
+# rows of a few bytes (MSDeformAttn stacks its levels 4 floats at a time): whole rows per pool piece,
+# chunks of 16 and 12 bytes (the inline copies) and of 20 (memcpy)
+da = rng.standard_normal((8, 32, 300, 1, 4)).astype(np.float32)
+db = rng.standard_normal((8, 32, 300, 1, 3)).astype(np.float32)
+dc = rng.standard_normal((8, 32, 300, 1, 5)).astype(np.float32)
+for th in (1, 3):
+    check("Concat of 2.9 MB in 48-byte rows, axis -2, %d thread%s" % (th, "s" if th > 1 else ""),
+          [node("Concat", ["a", "b", "c"], ["y"], axis=-2)], {"a": da, "b": da[..., ::-1].copy(), "c": da * 2}, {},
+          {"y": np.concatenate([da, da[..., ::-1], da * 2], axis=-2)}, threads=th)
+    check("Concat of 1.0 MB in chunks of 16, 12 and 20 bytes, axis -1, %d thread%s" % (th, "s" if th > 1 else ""),
+          [node("Concat", ["a", "b", "c"], ["y"], axis=-1)], {"a": da, "b": db, "c": dc}, {},
+          {"y": np.concatenate([da, db, dc], axis=-1)}, threads=th)
 
 # ---- Transpose, DepthToSpace, SpaceToDepth ----
 xt = rng.standard_normal((2, 64, 48, 40)).astype(np.float32)

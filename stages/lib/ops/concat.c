@@ -76,6 +76,41 @@ static void concat_piece(void *ctx, int64_t t)
     }
 }
 
+/* One input's chunk of an output row. Rows of a few bytes (a Concat
+ * over one of the last axes: MSDeformAttn stacks levels four floats at a
+ * time) are copied inline, not through a call to memcpy each. */
+static inline void copy_chunk(char *dst, const char *src, size_t n)
+{
+    switch (n) {
+    case 4: memcpy(dst, src, 4); break;
+    case 8: memcpy(dst, src, 8); break;
+    case 16: memcpy(dst, src, 16); break;
+    case 32: memcpy(dst, src, 32); break;
+    default: memcpy(dst, src, n); break;
+    }
+}
+
+/* Output rows [o0, o1), each input's chunk in turn. */
+static void concat_rows(const concat_job_t *j, int64_t o0, int64_t o1)
+{
+    const op_ctx_t *c = j->c;
+    char *dst = (char *)c->out[0]->data + o0 * j->row;
+    for (int64_t o = o0; o < o1; o++)
+        for (int i = 0; i < c->n_in; i++) {
+            if (!j->chunk[i]) continue;
+            copy_chunk(dst, (const char *)c->in[i]->data + o * (int64_t)j->chunk[i], j->chunk[i]);
+            dst += j->chunk[i];
+        }
+}
+
+/* Task t: the rows of output piece t (short rows: whole rows per task). */
+static void concat_row_piece(void *ctx, int64_t t)
+{
+    const concat_job_t *j = ctx;
+    int64_t per = CONCAT_PIECE / j->row, outer = j->total / j->row;
+    concat_rows(j, t * per, (t + 1) * per < outer ? (t + 1) * per : outer);
+}
+
 int run_concat(op_ctx_t *c)
 {
     int axis;
@@ -87,16 +122,13 @@ int run_concat(op_ctx_t *c)
     int64_t row = 0;
     for (int i = 0; i < c->n_in; i++) row += (int64_t)(chunk[i] = (size_t)(c->in[i]->dims[axis] * inner) * es);
     concat_job_t j = {c, chunk, row, row * outer};
-    if (row > 0 && j.total >= 2 * CONCAT_PIECE && j.total / outer >= 4096) {
+    if (row > 0 && j.total >= 2 * CONCAT_PIECE && row >= 4096) {   /* long rows: pieces may split them */
         pool_for((j.total + CONCAT_PIECE - 1) / CONCAT_PIECE, concat_piece, &j);
-    } else {   /* small, or rows of a few bytes: one pass */
-        char *dst = c->out[0]->data;
-        for (int64_t o = 0; o < outer; o++)
-            for (int i = 0; i < c->n_in; i++) {
-                if (!chunk[i]) continue;
-                memcpy(dst, (const char *)c->in[i]->data + o * chunk[i], chunk[i]);
-                dst += chunk[i];
-            }
+    } else if (row > 0 && j.total >= 2 * CONCAT_PIECE) {   /* short rows: whole rows per piece */
+        int64_t per = CONCAT_PIECE / row;
+        pool_for((outer + per - 1) / per, concat_row_piece, &j);
+    } else if (row > 0) {
+        concat_rows(&j, 0, outer);
     }
     free(chunk);
     return 0;
