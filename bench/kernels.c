@@ -61,6 +61,20 @@ static float *random_floats(size_t n, unsigned seed)
     return p;
 }
 
+/* Scratch kept across calls, as the engine keeps its scratch pool across
+ * runs (a fresh block each call would time its page faults). */
+static float *scratch_of(size_t floats)
+{
+    static float *buf;
+    static size_t have;
+    if (floats > have) {
+        free(buf);
+        buf = xmalloc_huge(floats * sizeof *buf);
+        have = floats;
+    }
+    return buf;
+}
+
 static void run_once(const shape_t *s, const float *w, const float *x, float *y)
 {
     if (s->k == 0) {   /* activations [h x cin] times weights [cin x cout], as a MatMul layer */
@@ -77,15 +91,12 @@ static void run_once(const shape_t *s, const float *w, const float *x, float *y)
     }
     int64_t px = fconv_px_floats(&g, s->cout);   /* as conv.c: the pixel-broadcast tile where it applies */
     if (px) {
-        float *scratch = xmalloc_huge((size_t)px * sizeof(float));   /* as the engine's scratch */
-        fconv_px(s->cout, &g, w, x, y, NULL, scratch);
-        free(scratch);
+        fconv_px(s->cout, &g, w, x, y, NULL, scratch_of((size_t)px));
         return;
     }
     int64_t phase = fconv_phase_floats(&g);   /* as conv.c: strided convolutions on their stride phases */
-    g.phase = phase ? xmalloc_huge((size_t)phase * sizeof(float)) : NULL;
+    g.phase = phase ? scratch_of((size_t)phase) : NULL;
     fconv_rows(s->cout, &g, w, x, y, NULL);
-    free(g.phase);
 }
 
 static void bench_shape(const shape_t *s, int reps)

@@ -23,6 +23,8 @@
 /* Output channels per tile (two AVX-512 vectors) and pixels per tile. */
 #define PX_OC 32
 #define PX_PIX 8
+/* Tasks the padded copy is cut into at least (planes, or parts of them). */
+#define PAD_TASKS 8
 
 /* The input as the tile reads it: zero-padded (top rows and left columns
  * before the input, enough after it) and, for strides sh x sw, split into
@@ -85,20 +87,26 @@ typedef struct px_job {
     const float *w;
     float *y;
     int64_t m, k, blocks;
+    int64_t pad_parts;   /* pad_plane tasks per input channel */
     fgemm_epi_t e;
 } px_job_t;
 
-/* Task ch: plane ch into its padded (and phase-split) copy. */
-static void pad_plane(void *ctx, int64_t ch)
+/* Task t: part t % pad_parts of plane t / pad_parts (rows [i0, i1) of
+ * each of its stride phases) into the padded (and phase-split) copy. A
+ * plane is cut in parts only where the planes are fewer than the tasks a
+ * pool wants (the stem's three). */
+static void pad_plane(void *ctx, int64_t t)
 {
     const px_job_t *j = ctx;
     const fconv_geom_t *g = j->g;
     const px_pad_t *pd = &j->pad;
-    float *dst = j->xp + ch * plane_of(g, pd);
+    int64_t ch = t / j->pad_parts, part = t % j->pad_parts;
+    int64_t i0 = pd->ph * part / j->pad_parts, i1 = pd->ph * (part + 1) / j->pad_parts;
     const float *src = j->x + ch * g->h * g->w;
     for (int py = 0; py < g->sh; py++)
-        for (int px = 0; px < g->sw; px++)
-            for (int64_t i = 0; i < pd->ph; i++, dst += pd->pw) {
+        for (int px = 0; px < g->sw; px++) {
+            float *dst = j->xp + ch * plane_of(g, pd) + ((int64_t)py * g->sw + px) * pd->ph * pd->pw + i0 * pd->pw;
+            for (int64_t i = i0; i < i1; i++, dst += pd->pw) {
                 int64_t row = g->sh * i + py - pd->top;
                 /* columns j with 0 <= sw j + px - left < w */
                 int64_t c0 = px - pd->left, j0 = c0 >= 0 ? 0 : (-c0 + g->sw - 1) / g->sw;
@@ -114,6 +122,7 @@ static void pad_plane(void *ctx, int64_t ch)
                 else fgemm_gather_even(dst + j0, s0, j1 - j0);
                 memset(dst + j1, 0, (size_t)(pd->pw - j1) * sizeof *dst);
             }
+        }
 }
 
 /* Task b: the weights of output channels [32 b, 32 b + 32) as k steps of
@@ -180,7 +189,9 @@ int fconv_px(int64_t m, const fconv_geom_t *g, const float *w, const float *x, f
                             cc / g->sw);
     }
     j.koff = koff;
-    if (copy) pool_for(g->cin, pad_plane, &j);
+    j.pad_parts = g->cin >= PAD_TASKS ? 1 : (PAD_TASKS + g->cin - 1) / g->cin;
+    if (j.pad_parts > j.pad.ph) j.pad_parts = j.pad.ph > 0 ? j.pad.ph : 1;
+    if (copy) pool_for(g->cin * j.pad_parts, pad_plane, &j);
     pool_for(j.blocks, pack_block, &j);
     pool_for(g->oh, px_row, &j);
     free(koff);
