@@ -128,10 +128,45 @@ KT static void pack_b(const float *b, int64_t ldb, int64_t kc, int nr, float *ds
     }
 }
 
+/* The 8 x 16 half of the tile, for a strip of at most 16 columns (the
+ * last of 400 output pixels, say): the same chains on the panel's first
+ * 16 lanes, half the FMAs of the full tile with its upper lanes masked. */
+#define ROW_FMA16(r, A)       \
+    t = _mm512_set1_ps(A(r)); \
+    c##r##0 = _mm512_fmadd_ps(t, b0, c##r##0);
+#define ROW_LOAD16(r) \
+    if (r < mr) c##r##0 = _mm512_maskz_loadu_ps(s0, c + r * ldc);
+#define ROW_STORE16(r)                                                 \
+    if (r < mr) {                                                      \
+        if (last) c##r##0 = finish(c##r##0, _mm512_set1_ps(bias ? bias[r] : 0.0f), cb0, e); \
+        _mm512_mask_storeu_ps(c + r * ldc, s0, c##r##0);               \
+    }
+
+KT static void kernel_8x16(int64_t kc, const float *a, int64_t lda, int mr, const float *bp, int nr, float *c,
+                           int64_t ldc, int first, int last, const float *bias, const float *cbias,
+                           const fgemm_epi_t *e)
+{
+    TILE_ROWS;
+    __m512 c00 = _mm512_setzero_ps(), c10 = c00, c20 = c00, c30 = c00, c40 = c00, c50 = c00, c60 = c00, c70 = c00;
+    __mmask16 s0 = lanes_lo(nr);
+    if (!first) {
+        ROW_LOAD16(0) ROW_LOAD16(1) ROW_LOAD16(2) ROW_LOAD16(3) ROW_LOAD16(4) ROW_LOAD16(5) ROW_LOAD16(6) ROW_LOAD16(7)
+    }
+    for (int64_t p = 0; p < kc; p++, bp += 32) {
+        __m512 b0 = _mm512_load_ps(bp), t;
+        ROW_FMA16(0, A_INPLACE) ROW_FMA16(1, A_INPLACE) ROW_FMA16(2, A_INPLACE) ROW_FMA16(3, A_INPLACE)
+        ROW_FMA16(4, A_INPLACE) ROW_FMA16(5, A_INPLACE) ROW_FMA16(6, A_INPLACE) ROW_FMA16(7, A_INPLACE)
+    }
+    __m512 cb0 = cbias ? _mm512_maskz_loadu_ps(s0, cbias) : _mm512_setzero_ps();
+    ROW_STORE16(0) ROW_STORE16(1) ROW_STORE16(2) ROW_STORE16(3) ROW_STORE16(4) ROW_STORE16(5) ROW_STORE16(6)
+    ROW_STORE16(7)
+}
+
 KT static void tile_avx512(int64_t kc, const float *a, int64_t lda, int mr, const float *bp, int nr, float *c,
                         int64_t ldc, int first, int last, const float *bias, const float *cbias, const fgemm_epi_t *e)
 {
-    kernel_8x32(kc, a, lda, mr, bp, nr, c, ldc, first, last, bias, cbias, e);
+    if (nr <= 16) kernel_8x16(kc, a, lda, mr, bp, nr, c, ldc, first, last, bias, cbias, e);
+    else kernel_8x32(kc, a, lda, mr, bp, nr, c, ldc, first, last, bias, cbias, e);
 }
 
 /* The column matrix's rows [p0, p0 + kc) for one strip (row p = ch * taps
