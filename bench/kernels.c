@@ -91,7 +91,7 @@ static void run_once(const shape_t *s, const float *w, const float *x, float *y)
     }
     int64_t px = fconv_px_floats(&g, s->cout);   /* as conv.c: the pixel-broadcast tile where it applies */
     if (px) {
-        fconv_px(s->cout, &g, w, x, y, NULL, scratch_of((size_t)px));
+        fconv_px(s->cout, &g, w, x, y, NULL, scratch_of((size_t)px), NULL);
         return;
     }
     int64_t phase = fconv_phase_floats(&g);   /* as conv.c: strided convolutions on their stride phases */

@@ -374,16 +374,26 @@ static void test_px_bits(void)
         int rc = fconv_rows(t->m, &g, w, x, y1, &e);
         g.phase = NULL;
         memset(scratch, 0xff, (size_t)need * sizeof *scratch);   /* NaN: a part of the copy left unfilled shows */
-        rc |= fconv_px(t->m, &g, w, x, y2, &e, scratch);
+        rc |= fconv_px(t->m, &g, w, x, y2, &e, scratch, NULL);
         free(phase);
+        /* with a cache slot: the first call packs the weights into it, the
+         * second uses them (so it ignores the zeroed weights it is given) */
+        void *slot = NULL;
+        float *y3 = random_floats(t->m * oh * ow), *w0 = calloc((size_t)(t->m * k), sizeof *w0);
+        rc |= fconv_px(t->m, &g, w, x, y3, &e, scratch, &slot);
+        int kept = slot != NULL && !memcmp(y1, y3, (size_t)(t->m * oh * ow) * sizeof *y1);
+        rc |= fconv_px(t->m, &g, w0, x, y3, &e, scratch, &slot);
+        kept = kept && !memcmp(y1, y3, (size_t)(t->m * oh * ow) * sizeof *y1);
+        free(slot); free(y3); free(w0);
         compared++;
-        if (!rc && !memcmp(y1, y2, (size_t)(t->m * oh * ow) * sizeof *y1)) same++;
-        else diag("fconv_px %s: differs from fconv_rows", t->name);
+        if (!rc && kept && !memcmp(y1, y2, (size_t)(t->m * oh * ow) * sizeof *y1)) same++;
+        else diag("fconv_px %s: differs from fconv_rows%s", t->name, kept ? "" : " (with its weights kept)");
         free(x); free(w); free(bias); free(y1); free(y2); free(scratch);
     }
     if (isa_active() == ISA_AVX512)
         ok(compared == (int)(sizeof px_cases / sizeof px_cases[0]) && same == compared,
-           "fconv_px: the same bits as fconv_rows on %d geometries (%d compared)", same, compared);
+           "fconv_px: the same bits as fconv_rows on %d geometries (%d compared), weights packed per call and kept",
+           same, compared);
     else
         ok(compared == 0, "fconv_px: no tile below AVX-512 (conv.c keeps the packed path): %d run", compared);
 }

@@ -70,7 +70,7 @@ static inline int run_node(tnode_t *t, const tensor_t *const *in, tensor_t **out
 {
     memset(e, 0, sizeof *e);
     if (!t->n.op) return BAD(e, "no row for %s at opset %d", t->n.op_type, t->n.opset);
-    return node_run(&t->n, in, out, 1, &pool, e);
+    return node_run(&t->n, in, out, 1, &pool, NULL, e);
 }
 
 /* ---- data ---- */

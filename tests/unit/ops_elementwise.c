@@ -75,7 +75,7 @@ static tensor_t *run(const char *spec, const char *attrs, int n_in, const tensor
     }
     tensor_t *out = calloc(1, sizeof *out);
     tensor_t *outs[1] = {out};
-    if (node_run(&t.n, in, outs, 1, &pool, e)) {
+    if (node_run(&t.n, in, outs, 1, &pool, NULL, e)) {
         tensor_free(out);
         return NULL;
     }

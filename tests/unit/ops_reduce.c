@@ -71,7 +71,7 @@ static int tn_run(tnode_t *t, const tensor_t *const *in, tensor_t **out, perr_t 
 {
     memset(e, 0, sizeof *e);
     if (!t->n.op) return BAD(e, "no op row for %s opset %d", t->n.op_type, t->n.opset);
-    return node_run(&t->n, in, out, 1, &pool, e);
+    return node_run(&t->n, in, out, 1, &pool, NULL, e);
 }
 
 /* ---- data ---- */

@@ -91,6 +91,11 @@ void exec_opts_release(exec_opts_t *o)
     if (o->scratch) scratch_pool_free(o->scratch);
     free(o->scratch);
     o->scratch = NULL;
+    for (int i = 0; i < o->node_cache_n; i++) free(o->node_cache[i]);
+    free(o->node_cache);
+    o->node_cache = NULL;
+    o->node_cache_n = 0;
+    o->cache_graph = NULL;
 }
 
 /* A dumped tensor: a subgraph's value is dumped once per run of the
@@ -104,6 +109,18 @@ static void dump_put(tensor_set_t *out, const char *name, const tensor_t *t)
             return;
         }
     tensorset_add(out, name, tensor_clone(t));
+}
+
+/* Node i's slot of the memory kept across runs: for the top-level graph
+ * the opts were first run with, and a node whose inputs past the first are
+ * all constants (what a kernel keeps there depends on those alone). */
+static void **node_cache(const graph_t *g, int i, const exec_opts_t *o, const char *path)
+{
+    if (path || !o || !o->node_cache || o->cache_graph != g) return NULL;
+    const node_t *n = &g->nodes[i];
+    for (int k = 1; k < n->n_in; k++)
+        if (n->in[k] >= 0 && g->vals[n->in[k]].kind != VAL_CONST) return NULL;
+    return &o->node_cache[i];
 }
 
 int exec_nodes(const graph_t *g, tensor_t **rt, tensor_t *owned, char *arena, exec_env_t *env, const char *path,
@@ -142,7 +159,7 @@ int exec_nodes(const graph_t *g, tensor_t **rt, tensor_t *owned, char *arena, ex
         if (timed) clock_gettime(PROFILE_CLOCK, &t0);
         if (n->op->control) {
             if (exec_control(g, n, args, outs, rt, env, e)) { rc = -1; break; }
-        } else if (node_run(n, args, outs, env->threads, env->pool, e)) {
+        } else if (node_run(n, args, outs, env->threads, env->pool, node_cache(g, i, o, path), e)) {
             rc = -1;
             break;
         }
@@ -217,8 +234,14 @@ int exec_run(const graph_t *g, const tensor_set_t *in, const exec_opts_t *o, ten
     tensor_t *owned = xcalloc(g->n_vals + 1, sizeof *owned);  /* storage of activations */
     scratch_pool_t own_pool = {0}, *pool = &own_pool;
     if (o) {
-        if (!o->scratch) ((exec_opts_t *)o)->scratch = xcalloc(1, sizeof(scratch_pool_t));
+        exec_opts_t *keep = (exec_opts_t *)o;
+        if (!o->scratch) keep->scratch = xcalloc(1, sizeof(scratch_pool_t));
         pool = o->scratch;
+        if (!o->node_cache) {   /* the graph of the first run; another graph runs uncached */
+            keep->node_cache = xcalloc((size_t)g->n_nodes + 1, sizeof *keep->node_cache);
+            keep->node_cache_n = g->n_nodes;
+            keep->cache_graph = g;
+        }
     }
     int rc = 0;
     exec_env_t env = {.o = o, .threads = o && o->threads > 0 ? o->threads : 1, .out = out, .pool = pool};

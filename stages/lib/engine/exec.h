@@ -14,9 +14,12 @@ typedef struct exec_opts {
     double *layer_ms;              /* if set: per-node time is added here (n_nodes entries) */
     void *arena;                   /* kept across runs by the caller: exec_run allocates it */
     struct scratch_pool *scratch;  /* the kernels' scratch blocks, kept across runs likewise */
+    void **node_cache;             /* per node of cache_graph: what its kernel keeps (packed weights) */
+    int node_cache_n;
+    const struct graph *cache_graph;
 } exec_opts_t;
 
-/* Frees the arena and scratch an exec_opts_t kept across runs. */
+/* Frees the arena, scratch and node caches an exec_opts_t kept across runs. */
 void exec_opts_release(exec_opts_t *o);
 
 /* Binds inputs (by name; unnamed tensors by position), runs every node and

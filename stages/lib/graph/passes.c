@@ -98,7 +98,7 @@ int graph_fold(graph_t *g, int64_t max_fold_bytes, perr_t *e)
         int fold = (all_const || foldable_without_data(n)) && !n->op->no_fold && bytes <= max_fold_bytes;
         if (!fold) continue;
         memset(out_t, 0, sizeof out_t);
-        if (node_run(n, all_const ? in : sin, out, 1, &pool, e)) {
+        if (node_run(n, all_const ? in : sin, out, 1, &pool, NULL, e)) {
             /* a kernel may fail after allocating some outputs: they are this
              * loop's to free, nobody else holds them */
             for (int k = 0; k < n->n_out; k++) tensor_free_data(&out_t[k]);

@@ -429,7 +429,10 @@ static int conv_implicit(op_ctx_t *c, const nn_geom_t *g, const conv_plan_t *p, 
     void *owned = NULL;
     int64_t px = fconv_px_floats(&fg, p->mg);
     if (px) {   /* input broadcast against packed weights, no strip packing */
-        int rc = fconv_px(p->mg, &fg, w, x, y, epi, nn_scratch(c, (size_t)px * sizeof(float), &owned));
+        /* the weights packed once per node and kept (c->cache) where one
+         * group has them all; groups would each need their own */
+        int rc = fconv_px(p->mg, &fg, w, x, y, epi, nn_scratch(c, (size_t)px * sizeof(float), &owned),
+                          p->group == 1 ? c->cache : NULL);
         free(owned);
         return rc == 0;
     }

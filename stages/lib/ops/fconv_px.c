@@ -164,8 +164,15 @@ static void px_row(void *ctx, int64_t r)
     }
 }
 
+/* The packed weights kept in a cache slot: for which m and k they are,
+ * then the panels at a 64-byte boundary. */
+typedef struct px_packed {
+    int64_t m, k;
+    _Alignas(64) float wp[];
+} px_packed_t;
+
 int fconv_px(int64_t m, const fconv_geom_t *g, const float *w, const float *x, float *y, const fgemm_epi_t *epi,
-             float *scratch)
+             float *scratch, void **cache)
 {
     if (!fconv_px_floats(g, m)) return -1;
     px_job_t j = {.g = g, .x = x, .w = w, .y = y, .m = m};
@@ -192,7 +199,25 @@ int fconv_px(int64_t m, const fconv_geom_t *g, const float *w, const float *x, f
     j.pad_parts = g->cin >= PAD_TASKS ? 1 : (PAD_TASKS + g->cin - 1) / g->cin;
     if (j.pad_parts > j.pad.ph) j.pad_parts = j.pad.ph > 0 ? j.pad.ph : 1;
     if (copy) pool_for(g->cin * j.pad_parts, pad_plane, &j);
-    pool_for(j.blocks, pack_block, &j);
+    px_packed_t *kept = cache ? *cache : NULL;
+    if (kept && (kept->m != m || kept->k != j.k)) {   /* not these weights' (cannot happen for one node): repack */
+        free(kept);
+        kept = *cache = NULL;
+    }
+    if (cache && !kept) {
+        size_t bytes = sizeof *kept + (size_t)(j.blocks * j.k * PX_OC) * sizeof(float);
+        kept = aligned_alloc(64, (bytes + 63) / 64 * 64);
+        if (!kept) return -1;   /* the plain path runs instead */
+        kept->m = m;
+        kept->k = j.k;
+        j.wp = kept->wp;
+        pool_for(j.blocks, pack_block, &j);
+        *cache = kept;
+    } else if (kept) {
+        j.wp = kept->wp;
+    } else {
+        pool_for(j.blocks, pack_block, &j);
+    }
     pool_for(g->oh, px_row, &j);
     free(koff);
     return 0;

@@ -62,10 +62,12 @@ int fconv_rows(int64_t m, const fconv_geom_t *g, const float *w, const float *x,
  * against 32 output channels' weights (fconv_px.c), where the CPU's
  * kernels have that tile: the same bits as fconv_rows. fconv_px_floats is
  * the scratch it needs (a zero-padded copy of the input and the packed
- * weights), 0 where it does not apply; fconv_px returns -1 then. */
+ * weights), 0 where it does not apply; fconv_px returns -1 then. cache:
+ * NULL, or a slot kept across calls with the same weights w (op_ctx_t's
+ * cache): the weights are packed into it on the first call only. */
 int64_t fconv_px_floats(const fconv_geom_t *g, int64_t m);
 int fconv_px(int64_t m, const fconv_geom_t *g, const float *w, const float *x, float *y, const fgemm_epi_t *epi,
-             float *scratch);
+             float *scratch, void **cache);
 
 /* dst[i] = src[2i] for i < n (im2col's rows for stride 2). */
 void fgemm_gather_even(float *dst, const float *src, int64_t n);

@@ -29,6 +29,11 @@ typedef struct op_ctx {
     /* Scratch memory owned by the executor, valid until the kernel returns. */
     void *(*scratch)(struct op_ctx *c, size_t bytes);
     void *scratch_owner;
+    /* This node's slot of memory kept across runs (exec_opts), or NULL.
+     * Given only where every input past the first is a constant of the
+     * graph, so a kernel may keep there what depends on those alone (its
+     * packed weights); a malloc'ed block, freed with free(). */
+    void **cache;
     /* Set by a kernel that applied node->act (the fused activation) itself,
      * so the executor does not apply it again. */
     int act_done;

@@ -138,7 +138,7 @@ static void apply_activation(const node_t *n, float *x, int64_t count)
 }
 
 int node_run(const node_t *n, const tensor_t *const *in, tensor_t **out, int threads,
-             scratch_pool_t *pool, perr_t *e)
+             scratch_pool_t *pool, void **cache, perr_t *e)
 {
     enum { MAXIO = MAX_NODE_IO };
     if (n->n_in > MAXIO || n->n_out > MAXIO)
@@ -183,7 +183,7 @@ int node_run(const node_t *n, const tensor_t *const *in, tensor_t **out, int thr
         tensor_free_data(out[i]);
     }
     op_ctx_t c = {.node = n, .n_in = n->n_in, .in = args, .n_out = n->n_out, .out = out,
-                  .threads = threads, .err = e, .scratch = scratch_get, .scratch_owner = pool};
+                  .threads = threads, .err = e, .scratch = scratch_get, .scratch_owner = pool, .cache = cache};
     rc = n->op->shape(&c);
     if (rc == OP_DYNAMIC)
         rc = BAD(e, "node '%s' (%s): output shape unknown even with all inputs", n->name, n->op_type);

@@ -30,9 +30,9 @@ int resolve_ops(graph_t *g, perr_t *e);
 int node_infer_shapes(const node_t *n, const tensor_t *const *in, tensor_t **out, perr_t *e);
 
 /* Runs node n: infers shapes, allocates outputs (freeing what they held) and
- * calls the kernel. */
+ * calls the kernel. cache: the node's slot kept across runs (op_ctx_t), or NULL. */
 int node_run(const node_t *n, const tensor_t *const *in, tensor_t **out, int threads,
-             scratch_pool_t *pool, perr_t *e);
+             scratch_pool_t *pool, void **cache, perr_t *e);
 
 /* Node n's fused activation (graph/fuse.c) on len float32 outputs in
  * place: what node_run applies after a kernel that left it (act_done 0);
