@@ -207,7 +207,10 @@ int fconv_px(int64_t m, const fconv_geom_t *g, const float *w, const float *x, f
     if (cache && !kept) {
         size_t bytes = sizeof *kept + (size_t)(j.blocks * j.k * PX_OC) * sizeof(float);
         kept = aligned_alloc(64, (bytes + 63) / 64 * 64);
-        if (!kept) return -1;   /* the plain path runs instead */
+        if (!kept) {   /* the plain path runs instead */
+            free(koff);
+            return -1;
+        }
         kept->m = m;
         kept->k = j.k;
         j.wp = kept->wp;

@@ -86,7 +86,9 @@ void *xmalloc_huge(size_t n)
     size_t bytes = (n + align - 1) / align * align;   /* aligned_alloc wants a multiple */
     void *p = aligned_alloc(align, bytes ? bytes : align);
     if (!p) die_oom(n);
+#ifdef MADV_HUGEPAGE
     if (align == huge) madvise(p, bytes, MADV_HUGEPAGE);
+#endif
     return p;
 }
 
