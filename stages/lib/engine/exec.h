@@ -16,10 +16,12 @@ typedef struct exec_opts {
     struct scratch_pool *scratch;  /* the kernels' scratch blocks, kept across runs likewise */
     void **node_cache;             /* per node of cache_graph: what its kernel keeps (packed weights) */
     int node_cache_n;
-    const struct graph *cache_graph;
+    const graph_t *cache_graph;
 } exec_opts_t;
 
-/* Frees the arena, scratch and node caches an exec_opts_t kept across runs. */
+/* Frees the arena, scratch and node caches an exec_opts_t kept across runs.
+ * What it keeps belongs to the graph it first ran: release it before that
+ * graph is freed (a new graph at the same address would find its caches). */
 void exec_opts_release(exec_opts_t *o);
 
 /* Binds inputs (by name; unnamed tensors by position), runs every node and
