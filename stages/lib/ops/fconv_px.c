@@ -12,6 +12,7 @@
  * the activation, as fgemm_ref and every other kernel: the bits are those
  * of fconv_rows at every instruction set (the tile exists at AVX-512 only;
  * elsewhere conv.c keeps the packed path). */
+#include <assert.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -200,10 +201,7 @@ int fconv_px(int64_t m, const fconv_geom_t *g, const float *w, const float *x, f
     if (j.pad_parts > j.pad.ph) j.pad_parts = j.pad.ph > 0 ? j.pad.ph : 1;
     if (copy) pool_for(g->cin * j.pad_parts, pad_plane, &j);
     px_packed_t *kept = cache ? *cache : NULL;
-    if (kept && (kept->m != m || kept->k != j.k)) {   /* not these weights' (cannot happen for one node): repack */
-        free(kept);
-        kept = *cache = NULL;
-    }
+    int pack = !kept;   /* into the scratch, or into a slot met empty */
     if (cache && !kept) {
         size_t bytes = sizeof *kept + (size_t)(j.blocks * j.k * PX_OC) * sizeof(float);
         kept = aligned_alloc(64, (bytes + 63) / 64 * 64);
@@ -213,14 +211,11 @@ int fconv_px(int64_t m, const fconv_geom_t *g, const float *w, const float *x, f
         }
         kept->m = m;
         kept->k = j.k;
-        j.wp = kept->wp;
-        pool_for(j.blocks, pack_block, &j);
         *cache = kept;
-    } else if (kept) {
-        j.wp = kept->wp;
-    } else {
-        pool_for(j.blocks, pack_block, &j);
     }
+    assert(!kept || (kept->m == m && kept->k == j.k));   /* one node's constant weights */
+    if (kept) j.wp = kept->wp;
+    if (pack) pool_for(j.blocks, pack_block, &j);
     pool_for(g->oh, px_row, &j);
     free(koff);
     return 0;

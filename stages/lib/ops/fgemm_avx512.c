@@ -14,18 +14,15 @@
 
 #define KT __attribute__((target("avx512f")))
 
-/* Bias (row, then column), then the activation with the same formulas as the Relu, Clip and
- * LeakyRelu kernels (NaN passes through; -0 stays -0), and Sigmoid and SiLU
- * as vm_sigmoid_f32 and the Mul compute them (vmath_avx512.h: the scalar
+/* The activations other than Relu, out of line (one call per accumulator
+ * is small beside Sigmoid's exp): the same formulas as the LeakyRelu and
+ * Clip kernels (NaN passes through; -0 stays -0), and Sigmoid and SiLU as
+ * vm_sigmoid_f32 and the Mul compute them (vmath_avx512.h: the scalar
  * function's bits), in registers rather than on the stored tile. */
-KT static inline __m512 finish(__m512 x, __m512 bias, __m512 col_bias, const fgemm_epi_t *e)
+KT static __attribute__((noinline)) __m512 finish_act(__m512 x, const fgemm_epi_t *e)
 {
-    if (e->bias) x = _mm512_add_ps(x, bias);
-    if (e->col_bias) x = _mm512_add_ps(x, col_bias);
     __m512 zero = _mm512_setzero_ps();
     switch (e->act) {
-    case ACT_RELU:
-        return _mm512_mask_mov_ps(x, _mm512_cmp_ps_mask(x, zero, _CMP_LT_OQ), zero);
     case ACT_LEAKY:
         return _mm512_mask_mul_ps(x, _mm512_cmp_ps_mask(x, zero, _CMP_LT_OQ), x, _mm512_set1_ps(e->a));
     case ACT_CLIP: {
@@ -43,18 +40,18 @@ KT static inline __m512 finish(__m512 x, __m512 bias, __m512 col_bias, const fge
     }
 }
 
-/* finish inlined for the activations of most convolutions (none, Relu):
- * a call per accumulator costs the short-k tiles (1x1 convolutions) ~5%;
- * the others through finish. The same formulas, so the same bits. */
-KT static inline __attribute__((always_inline)) __m512 finish_lite(__m512 x, __m512 bias, __m512 col_bias,
-                                                                   const fgemm_epi_t *e)
+/* Bias (row, then column), then the activation: inline for none and Relu
+ * (the Relu kernel's formula), the activations of most convolutions -- a
+ * call per accumulator cost the short-k tiles (1x1 convolutions) ~5%. */
+KT static inline __attribute__((always_inline)) __m512 finish(__m512 x, __m512 bias, __m512 col_bias,
+                                                              const fgemm_epi_t *e)
 {
-    if (e->act != ACT_NONE && e->act != ACT_RELU) return finish(x, bias, col_bias, e);
     if (e->bias) x = _mm512_add_ps(x, bias);
     if (e->col_bias) x = _mm512_add_ps(x, col_bias);
+    if (e->act == ACT_NONE) return x;
     __m512 zero = _mm512_setzero_ps();
-    if (e->act == ACT_RELU) x = _mm512_mask_mov_ps(x, _mm512_cmp_ps_mask(x, zero, _CMP_LT_OQ), zero);
-    return x;
+    if (e->act == ACT_RELU) return _mm512_mask_mov_ps(x, _mm512_cmp_ps_mask(x, zero, _CMP_LT_OQ), zero);
+    return finish_act(x, e);
 }
 
 /* The 8 x 32 register tile, written once for both kernels: 16
@@ -97,8 +94,8 @@ KT static inline __attribute__((always_inline)) __m512 finish_lite(__m512 x, __m
     if (r < mr) {                                                                      \
         if (last) {                                                                    \
             __m512 bv = _mm512_set1_ps(bias ? bias[r] : 0.0f);                         \
-            c##r##0 = finish_lite(c##r##0, bv, cb0, e);                                \
-            c##r##1 = finish_lite(c##r##1, bv, cb1, e);                                \
+            c##r##0 = finish(c##r##0, bv, cb0, e);                                     \
+            c##r##1 = finish(c##r##1, bv, cb1, e);                                     \
         }                                                                              \
         _mm512_mask_storeu_ps(c + r * ldc, s0, c##r##0);                               \
         if (s1) _mm512_mask_storeu_ps(c + r * ldc + 16, s1, c##r##1);                  \
@@ -152,7 +149,7 @@ KT static void pack_b(const float *b, int64_t ldb, int64_t kc, int nr, float *ds
     if (r < mr) c##r##0 = _mm512_maskz_loadu_ps(s0, c + r * ldc);
 #define ROW_STORE16(r)                                                 \
     if (r < mr) {                                                      \
-        if (last) c##r##0 = finish_lite(c##r##0, _mm512_set1_ps(bias ? bias[r] : 0.0f), cb0, e); \
+        if (last) c##r##0 = finish(c##r##0, _mm512_set1_ps(bias ? bias[r] : 0.0f), cb0, e); \
         _mm512_mask_storeu_ps(c + r * ldc, s0, c##r##0);               \
     }
 
@@ -270,14 +267,14 @@ KT static void tile_px_avx512(int64_t k, const float *const *px, const int32_t *
     __m512 bv0 = bias ? _mm512_maskz_loadu_ps(s0, bias) : _mm512_setzero_ps();
     __m512 bv1 = bias && s1 ? _mm512_maskz_loadu_ps(s1, bias + 16) : _mm512_setzero_ps();
     __m512 zero = _mm512_setzero_ps();
-    c00 = finish_lite(c00, bv0, zero, e); c01 = finish_lite(c01, bv1, zero, e);
-    c10 = finish_lite(c10, bv0, zero, e); c11 = finish_lite(c11, bv1, zero, e);
-    c20 = finish_lite(c20, bv0, zero, e); c21 = finish_lite(c21, bv1, zero, e);
-    c30 = finish_lite(c30, bv0, zero, e); c31 = finish_lite(c31, bv1, zero, e);
-    c40 = finish_lite(c40, bv0, zero, e); c41 = finish_lite(c41, bv1, zero, e);
-    c50 = finish_lite(c50, bv0, zero, e); c51 = finish_lite(c51, bv1, zero, e);
-    c60 = finish_lite(c60, bv0, zero, e); c61 = finish_lite(c61, bv1, zero, e);
-    c70 = finish_lite(c70, bv0, zero, e); c71 = finish_lite(c71, bv1, zero, e);
+    c00 = finish(c00, bv0, zero, e); c01 = finish(c01, bv1, zero, e);
+    c10 = finish(c10, bv0, zero, e); c11 = finish(c11, bv1, zero, e);
+    c20 = finish(c20, bv0, zero, e); c21 = finish(c21, bv1, zero, e);
+    c30 = finish(c30, bv0, zero, e); c31 = finish(c31, bv1, zero, e);
+    c40 = finish(c40, bv0, zero, e); c41 = finish(c41, bv1, zero, e);
+    c50 = finish(c50, bv0, zero, e); c51 = finish(c51, bv1, zero, e);
+    c60 = finish(c60, bv0, zero, e); c61 = finish(c61, bv1, zero, e);
+    c70 = finish(c70, bv0, zero, e); c71 = finish(c71, bv1, zero, e);
     __mmask16 pix = (__mmask16)((1u << npix) - 1);
     int n0 = noc < 8 ? noc : 8, n1 = noc - 8 < 8 ? noc - 8 : 8, n2 = noc - 16 < 8 ? noc - 16 : 8;
     int n3 = noc - 24 < 8 ? noc - 24 : 8;

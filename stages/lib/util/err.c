@@ -75,7 +75,7 @@ void *xmalloc(size_t n)
     return p;
 }
 
-/* Large blocks (activations, scratch, weights) on 2 MiB pages where the
+/* Large blocks (the arena of activations, kernel scratch) on 2 MiB pages where the
  * kernel allows them (THP in madvise mode, the common default): the
  * convolutions read many planes a plane apart, each a 4 KiB page of its
  * own, and the TLB misses cost ~2% of the 640 RT-DETR's time. Advice
