@@ -27,10 +27,13 @@ shape matches); what cannot be mapped is put into a kind by ORT's op type
 and its share of ORT's time is printed.
 
 Method: the engine is built once (untimed); then R rounds (BENCH_REPEAT,
-default 3), each running parity `infer --runs N --profile` and the
-onnxruntime backend `--runs N+1 --profile` (the backend cuts ORT's first
-run, the warm-up, out of its trace; parity's profile averages all its N
-runs, the first included), alternating which goes first. A layer's time is
+default 3), each running parity `infer --warmup 1 --runs N --profile` and
+the onnxruntime backend `--runs N+1 --profile` (the backend cuts ORT's
+first run, the warm-up, out of its trace), alternating which goes first:
+both sides leave one cold run out. (Before --warmup existed parity's
+profile averaged the cold first run in: a fifth of its page faults and
+weight packing landed on the first layers that touch each buffer, and the
+320x320 convolutions looked 15-40% slower than they run.) A layer's time is
 its mean per inference within a process; over the rounds, the median of
 those (BENCH_PROFILE_STAT=min: the minimum, the least disturbed figure on a
 shared machine). Kind totals are sums of the layers' figures.
@@ -254,7 +257,7 @@ def run(cmd, what):
 def parity_round(engine, inp, th, runs, tmp, isa):
     prof, stats = os.path.join(tmp, "parity-profile.json"), os.path.join(tmp, "parity-stats.json")
     run([os.path.join(bindir, "infer"), engine, "-i", inp, "-o", os.path.join(tmp, "pout"), "--threads", str(th),
-         "--runs", str(runs), "--profile", prof, "--stats", stats] + (["--isa", isa] if isa else []), "parity infer")
+         "--warmup", "1", "--runs", str(runs), "--profile", prof, "--stats", stats] + (["--isa", isa] if isa else []), "parity infer")
     layers = {}
     for e in json.load(open(prof))[1:]:
         layers[e["name"]] = (e["op"], e["averageMs"])

@@ -107,17 +107,6 @@ static void write_json(FILE *f, const job_t *jb, const char *split)
     fprintf(f, "\n ]\n}\n");
 }
 
-static long long parse_count(const char *prog, const char *opt, const char *s, long long lo,
-                             long long hi)
-{
-    char *end;
-    errno = 0;
-    long long v = strtoll(s, &end, 10);
-    if (errno || *end || end == s || v < lo || v > hi)
-        die_usage(prog, "%s: expected an integer in [%lld, %lld], got '%s'", opt, lo, hi, s);
-    return v;
-}
-
 int main(int argc, char **argv)
 {
     static const struct option longopts[] = {
@@ -136,14 +125,14 @@ int main(int argc, char **argv)
     while ((c = getopt_long(argc, argv, "s:n:o:j:h", longopts, NULL)) != -1) {
         switch (c) {
         case 's': split = optarg; break;
-        case 'n': jb.count = parse_count(prog, "--count", optarg, 1, 10000000); break;
-        case 1: jb.start = parse_count(prog, "--start", optarg, 0, 100000000); break;
+        case 'n': jb.count = opt_int(prog, "--count", optarg, 1, 10000000); break;
+        case 1: jb.start = opt_int(prog, "--start", optarg, 0, 100000000); break;
         case 2:
-            jb.seed = (uint64_t)parse_count(prog, "--seed", optarg, 0, (long long)1 << 62);
+            jb.seed = (uint64_t)opt_int(prog, "--seed", optarg, 0, (long long)1 << 62);
             break;
         case 'o': out = optarg; break;
-        case 3: jb.level = (int)parse_count(prog, "--png-level", optarg, 0, 9); break;
-        case 'j': jobs = (long)parse_count(prog, "--jobs", optarg, 1, 256); break;
+        case 3: jb.level = (int)opt_int(prog, "--png-level", optarg, 0, 9); break;
+        case 'j': jobs = (long)opt_int(prog, "--jobs", optarg, 1, 256); break;
         case 'h': fputs(usage, stdout); return 0;
         default: fputs(usage, stderr); return EXIT_BADINPUT;
         }

@@ -2,6 +2,7 @@
  *
  *   infer ENGINE -i IN -o OUT [--dump all|GLOB] [--threads N] [--runs N]
  *         [--reference REF_DUMP] [--stats stats.json] [--profile profile.json]
+ *         [--warmup N]
  *
  * IN is one tensor set (a folder of .npy/.pb files) or a folder of them, one
  * subfolder per sample, mirrored into OUT. --dump adds intermediate tensors
@@ -28,6 +29,8 @@ static const char usage[] =
     "      --dump all|GLOB      also write intermediate tensors (by tensor name)\n"
     "      --threads N          worker threads (default 1); results do not depend on it\n"
     "      --runs N             run each sample N times for latency (default 1)\n"
+    "      --warmup N           run each sample N times more first, outside the statistics\n"
+    "                           and the profile (default 0: a cold first run counts)\n"
     "      --reference DUMP     run each layer on the reference dump's inputs (local error)\n"
     "      --stats FILE         latency statistics (JSON)\n"
     "      --profile FILE       per-layer times (JSON, laid out as trtexec --exportProfile)\n"
@@ -45,6 +48,7 @@ int main(int argc, char **argv)
         {"dump", required_argument, 0, 'd'}, {"threads", required_argument, 0, 't'},
         {"runs", required_argument, 0, 'r'}, {"reference", required_argument, 0, 'R'},
         {"stats", required_argument, 0, 's'}, {"profile", required_argument, 0, 'P'},
+        {"warmup", required_argument, 0, 'W'},
         {"isa", required_argument, 0, 'I'}, {"kernels", required_argument, 0, 'K'}, {"help", no_argument, 0, 'h'},
         {"version", no_argument, 0, 'V'}, {0, 0, 0, 0},
     };
@@ -58,8 +62,9 @@ int main(int argc, char **argv)
         case 'i': job.in = optarg; break;
         case 'o': job.out = optarg; break;
         case 'd': xo.dump = optarg; break;
-        case 't': xo.threads = atoi(optarg); break;
-        case 'r': job.runs = atoi(optarg); break;
+        case 't': xo.threads = (int)opt_int("infer", "--threads", optarg, 1, 256); break;
+        case 'r': job.runs = (int)opt_int("infer", "--runs", optarg, 1, 1000000); break;
+        case 'W': job.warmup = (int)opt_int("infer", "--warmup", optarg, 0, 1000000); break;
         case 'R': reference = optarg; break;
         case 's': job.stats = optarg; break;
         case 'P': job.profile = optarg; break;
@@ -72,8 +77,6 @@ int main(int argc, char **argv)
     }
     if (optind != argc - 1) die_usage("infer", "expected exactly one ENGINE");
     if (!job.in || !job.out) die_usage("infer", "missing -i IN or -o OUT");
-    if (xo.threads < 1 || xo.threads > 256) die_usage("infer", "--threads must be 1..256");
-    if (job.runs < 1) die_usage("infer", "--runs must be at least 1");
     /* OpenBLAS stays single-threaded: parity's pool splits work into tiles
      * that do not depend on the thread count (ops/blas.c) */
     isa_configure("infer", isa, kernels);

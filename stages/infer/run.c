@@ -41,9 +41,10 @@ static int is_single_set(const char *dir)
     return found;
 }
 
-/* Runs one sample; fills times[runs]. */
+/* Runs one sample: warmup untimed runs (outside the per-layer profile too),
+ * then runs timed ones into times[runs]. */
 static int run_sample(const graph_t *g, exec_opts_t *xo, const char *in, const char *out,
-                      const char *ref, int runs, double *times, perr_t *e)
+                      const char *ref, int warmup, int runs, double *times, perr_t *e)
 {
     tensor_set_t inputs, refset = {0};
     if (tensorset_read(in, &inputs, e)) return -1;
@@ -55,6 +56,13 @@ static int run_sample(const graph_t *g, exec_opts_t *xo, const char *in, const c
     xo->reference = ref ? &refset : NULL;
     int rc = 0;
     tensor_set_t outputs = {0};
+    double *layer_ms = xo->layer_ms;
+    xo->layer_ms = NULL;
+    for (int r = 0; r < warmup && !rc; r++) {
+        rc = exec_run(g, &inputs, xo, &outputs, e);
+        tensorset_free(&outputs);
+    }
+    xo->layer_ms = layer_ms;
     for (int r = 0; r < runs && !rc; r++) {
         tensorset_free(&outputs);
         double t0 = now_ms();
@@ -119,7 +127,7 @@ int infer_all(const graph_t *g, exec_opts_t *xo, const infer_job_t *job, perr_t 
     if (!is_dir(job->in)) {
         rc = BAD(e, "%s: input is not a folder", job->in);
     } else if (is_single_set(job->in)) {
-        rc = run_sample(g, xo, job->in, job->out, job->reference, job->runs, times, e);
+        rc = run_sample(g, xo, job->in, job->out, job->reference, job->warmup, job->runs, times, e);
         if (!rc) {
             json_t *s = latency_json(times, job->runs);
             json_object_set_new(s, "sample", json_string("."));
@@ -138,7 +146,7 @@ int infer_all(const graph_t *g, exec_opts_t *xo, const infer_job_t *job, perr_t 
             if (is_dir(in)) {
                 char *out = path_join(stage, names[i]);
                 char *ref = job->reference ? path_join(job->reference, names[i]) : NULL;
-                rc = run_sample(g, xo, in, out, ref, job->runs, times, e);
+                rc = run_sample(g, xo, in, out, ref, job->warmup, job->runs, times, e);
                 if (!rc) {
                     json_t *s = latency_json(times, job->runs);
                     json_object_set_new(s, "sample", json_string(names[i]));

@@ -6,7 +6,7 @@
 
 typedef struct infer_job {
     const char *in, *out, *stats, *reference, *profile;
-    int runs;
+    int warmup, runs;   /* untimed runs first, then timed ones, per sample */
 } infer_job_t;
 
 int infer_all(const graph_t *g, exec_opts_t *xo, const infer_job_t *job, perr_t *e);

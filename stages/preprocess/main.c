@@ -62,7 +62,7 @@ int main(int argc, char **argv)
         case 'l': list = optarg; break;
         case OPT_DATASET: dataset = optarg; break;
         case OPT_IMAGES: images = optarg; break;
-        case 'j': jobs = strtol(optarg, NULL, 10); break;
+        case 'j': jobs = (long)opt_int("preprocess", "--jobs", optarg, 1, 64); break;
         case 'h': fputs(usage, stdout); free(sets); return 0;
         case 'V': puts("preprocess (parity) 0.1.0"); free(sets); return 0;
         default: die_usage("preprocess", "unknown option");
@@ -72,8 +72,8 @@ int main(int argc, char **argv)
         die_usage("preprocess", "missing --config FILE");
     if (!outdir)
         die_usage("preprocess", "missing -o OUTDIR");
-    if (jobs < 1 || jobs > 64)
-        die_usage("preprocess", "--jobs must be 1..64");
+    if (jobs < 1) jobs = 1;   /* the default on a CPU count sysconf could not tell, or past 64 */
+    if (jobs > 64) jobs = 64;
 
     /* Every image allocates the same large buffers: keep them in the heap
      * instead of returning them to the kernel and faulting them in again. */

@@ -210,15 +210,6 @@ static int merge(char **outs, int n, const char *out, const char *stats, perr_t 
     return rc;
 }
 
-static long parse_long(const char *s, const char *what, long lo, long hi)
-{
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || end == s || *end || v < lo || v > hi) die_usage("shard", "%s must be %ld..%ld", what, lo, hi);
-    return v;
-}
-
 int main(int argc, char **argv)
 {
     enum { O_COUNT = 256, O_INDEX, O_DATASET, O_IMAGES, O_DIR, O_STATS };
@@ -253,8 +244,8 @@ int main(int argc, char **argv)
     int rc;
     if (!strcmp(cmd, "select")) {
         if (!count_s || !index_s) die_usage("shard", "select needs --count and --index");
-        long count = parse_long(count_s, "--count", 1, 4096);
-        long index = parse_long(index_s, "--index", 0, count - 1);
+        long count = (long)opt_int("shard", "--count", count_s, 1, 4096);
+        long index = (long)opt_int("shard", "--index", index_s, 0, count - 1);
         if (!gt == !dir) die_usage("shard", "select needs one of --dataset or --dir");
         rc = gt ? select_dataset(gt, images, count, index, out, &e) : select_dir(dir, count, index, out, &e);
     } else if (!strcmp(cmd, "merge")) {

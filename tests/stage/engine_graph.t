@@ -270,4 +270,20 @@ ok(fused is not None and plain is not None and fused["y"].tobytes() == plain["y"
 names = lf and [(l["name"], ",".join(l.get("fused_from", []))) for l in lf["layers"]]
 ok(names == [("res_add", "res_add,res_sig,res_mul"), ("fc", "fc,fc_bias,fc_sig,fc_mul")],
    "layer report: the Add holds its SiLU, the MatMul its bias and SiLU", names)
+
+# --warmup: untimed runs first, outside --stats and --profile (written to 6
+# significant digits, hence the relative 1e-5 between sum and mean); the outputs
+# are those of a plain run
+prof, st, out = (os.path.join(tmp, n) for n in ("prof.json", "stats.json", "warm.out"))
+d = os.path.join(tmp, "silu_add.in")
+rc, _, err = run("infer", os.path.join(tmp, "silu_add.engine"), "-i", d, "-o", out, "--runs", 3, "--warmup", 2,
+                 "--profile", prof, "--stats", st)
+pj = json.load(open(prof)) if rc == 0 else None
+sj = json.load(open(st)) if rc == 0 else None
+ok(rc == 0 and pj[0] == {"count": 3} and [l["name"] for l in pj[1:]] == ["res_add", "fc"]
+   and all(abs(l["averageMs"] * 3 - l["timeMs"]) <= 1e-5 * l["timeMs"] for l in pj[1:])
+   and sj["samples"][0]["runs"] == 3,
+   "infer --runs 3 --warmup 2: the profile and the statistics count the 3 timed runs, one entry per layer", err or pj)
+ok(rc == 0 and np.load(os.path.join(out, "y.npy")).tobytes() == fused["y"].tobytes(),
+   "infer --warmup: the outputs of a plain run", err)
 done()

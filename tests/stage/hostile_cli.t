@@ -202,5 +202,25 @@ for stage in results_by_stage:
     ok(all(r[0] for r in rs), "%s: %d hostile files: exit 2, one line naming the file, nothing left behind"
        % (stage, len(rs)), "\n".join(r[1] for r in rs if not r[0]))
 
+# numeric options: not a number, trailing text, out of range, overflow; each
+# a usage error (exit 2) naming the option, before any file is touched
+NUMERIC = [
+    ("infer", "--threads", [eng, "-i", inset, "-o", path("outN")], ["0", "257", "2x", "", "abc"]),
+    ("infer", "--runs", [eng, "-i", inset, "-o", path("outN")], ["0", "-3", "1e3", "99999999999999999999"]),
+    ("infer", "--warmup", [eng, "-i", inset, "-o", path("outN")], ["-1", "one", "2 "]),
+    ("preprocess", "--jobs", ["--config", pcfg, "-s", "official", "--images", path("imgs"), "-o", path("outN")],
+     ["0", "65", "4cpus"]),
+    ("shard", "--count", ["select", "--dir", path("imgs"), "--index", "0", "-o", path("outN")], ["0", "4097", "two"]),
+    ("shard", "--index", ["select", "--dir", path("imgs"), "--count", "2", "-o", path("outN")], ["2", "-1", "0.5"]),
+    ("gen-shapes", "--count", ["--split", "val", "-o", path("outN")], ["0", "ten"]),
+]
+bad = []
+for stage, opt, argv, values in NUMERIC:
+    for v in values:
+        rc, out, err = run(stage, argv + [opt, v], cwd=repo)
+        if rc != 2 or opt not in err or len(err.strip().splitlines()) != 1 or os.path.exists(path("outN")):
+            bad.append("%s %s %r: exit %d, stderr %r" % (stage, opt, v, rc, err[-200:]))
+ok(not bad, "numeric options out of range or not numbers: exit 2, one line naming the option", "\n".join(bad))
+
 shutil.rmtree(tmp)
 done()

@@ -1,4 +1,5 @@
 /* err.c — error values and the allocation wrappers every module uses. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,6 +61,16 @@ void die_usage(const char *prog, const char *fmt, ...)
     snprintf(tail, sizeof tail, " (see %s --help)", prog);
     put_line(prog, msg, tail);
     exit(EXIT_BADINPUT);
+}
+
+long long opt_int(const char *prog, const char *opt, const char *s, long long lo, long long hi)
+{
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno || end == s || *end || v < lo || v > hi)
+        die_usage(prog, "%s: expected an integer in [%lld, %lld], got '%s'", opt, lo, hi, s);
+    return v;
 }
 
 static void die_oom(size_t n)

@@ -28,6 +28,9 @@ int perr_prefix(perr_t *e, const char *fmt, ...) __attribute__((format(printf, 2
 void perr_die(const char *prog, const perr_t *e) __attribute__((noreturn));
 void die_usage(const char *prog, const char *fmt, ...)
     __attribute__((noreturn, format(printf, 2, 3)));
+/* A command-line option's integer value in [lo, hi]; anything else (not a
+ * number, trailing text, out of range) is a usage error naming the option. */
+long long opt_int(const char *prog, const char *opt, const char *s, long long lo, long long hi);
 
 #define BAD(e, ...) perr_set((e), EXIT_BADINPUT, __VA_ARGS__)
 #define INTERNAL(e, ...) perr_set((e), EXIT_INTERNAL, __VA_ARGS__)
