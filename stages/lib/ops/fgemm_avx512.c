@@ -215,17 +215,24 @@ KT static void pack_taps(const float *x, int64_t plane, int taps, const int64_t 
     }
 }
 
-/* dst[i] = src[2i]: two loads, one permute per 16 values. A vector reads
- * src up to 2i + 31, so it runs while that stays within src[0, 2n-1). */
+/* dst[i] = src[2i]: two loads, one permute per 16 values. Nothing past
+ * src[2n - 2] is read (the upper load is masked to the 15 floats a vector
+ * needs), so the last values go under masks too instead of one by one. */
 KT static void gather_even_avx512(float *dst, const float *src, int64_t n)
 {
     const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
     int64_t i = 0;
-    for (; i + 17 <= n; i += 16) {
-        __m512 lo = _mm512_loadu_ps(src + 2 * i), hi = _mm512_loadu_ps(src + 2 * i + 16);
+    for (; i + 16 <= n; i += 16) {
+        __m512 lo = _mm512_loadu_ps(src + 2 * i), hi = _mm512_maskz_loadu_ps(0x7FFF, src + 2 * i + 16);
         _mm512_storeu_ps(dst + i, _mm512_permutex2var_ps(lo, even, hi));
     }
-    for (; i < n; i++) dst[i] = src[2 * i];
+    if (i < n) {
+        int span = (int)(2 * (n - i) - 1);   /* floats from src[2i] to src[2n - 2] */
+        __mmask16 lo_m = (__mmask16)(span >= 16 ? 0xFFFF : (1u << span) - 1);
+        __mmask16 hi_m = (__mmask16)(span > 16 ? (1u << (span - 16)) - 1 : 0);
+        __m512 lo = _mm512_maskz_loadu_ps(lo_m, src + 2 * i), hi = _mm512_maskz_loadu_ps(hi_m, src + 2 * i + 16);
+        _mm512_mask_storeu_ps(dst + i, (__mmask16)((1u << (n - i)) - 1), _mm512_permutex2var_ps(lo, even, hi));
+    }
 }
 
 /* Eight rows of eight floats transposed in registers: r0..r7 hold pixels
@@ -312,3 +319,4 @@ const fgemm_arch_t fgemm_arch_avx512 = {tile_avx512, pack_b, pack_taps, gather_e
                                         pack_px_avx512};
 
 #endif
+
