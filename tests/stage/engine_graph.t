@@ -171,6 +171,69 @@ r2, _, e2 = build_and_run("views2", m, {"x": x}, infer_args=("--dump", "all", "-
 ok(r2 is not None and np.array_equal(r2["v"], a.reshape(6, 4)) and np.array_equal(r2["b"], -a.reshape(1, 6, 4))
    and r2["z46"].tobytes() == res["z46"].tobytes(), "views: --dump all writes each view with its own shape", e2)
 
+# 5b. an elementwise output takes the bytes of an input that dies there: a
+# chain of five such layers needs one buffer (the arena the plan reports); an
+# input read later, a broadcast input, and a view of a value read later keep
+# their bytes (each would change a value below if overwritten)
+N = 256
+k = numpy_helper.from_array(rng.standard_normal(N).astype(np.float32), "k")
+nodes = [helper.make_node("Relu", ["x"], ["a"]),
+         helper.make_node("Add", ["a", "k"], ["b"]),
+         helper.make_node("Mul", ["b", "b"], ["c"]),
+         helper.make_node("Neg", ["c"], ["d"]),
+         helper.make_node("Abs", ["d"], ["y"])]
+g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [N, N])],
+                      [helper.make_tensor_value_info("y", TensorProto.FLOAT, [N, N])], [k])
+m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+x = rng.standard_normal((N, N)).astype(np.float32)
+b = np.maximum(x, 0) + numpy_helper.to_array(k)
+res, layers, err = build_and_run("inplace_chain", m, {"x": x}, "--no-fusion")
+ok(res is not None and np.array_equal(res["y"], np.abs(-(b * b))) and layers["arena_bytes"] == N * N * 4,
+   "in place: five elementwise layers in a chain share one buffer (arena %s bytes for %d)"
+   % (layers and layers["arena_bytes"], N * N * 4), err)
+nodes = [helper.make_node("Relu", ["x"], ["a"]),
+         helper.make_node("Neg", ["a"], ["s"]),                 # a is read again below
+         helper.make_node("Sub", ["s", "a"], ["t"]),            # -2a
+         helper.make_node("Relu", ["h"], ["hr"]),               # [N]: dies broadcast into a bigger output
+         helper.make_node("Mul", ["hr", "t"], ["u"]),
+         helper.make_node("Neg", ["x"], ["q"]),
+         helper.make_node("Reshape", ["q", "flat"], ["qf"]),    # a view of q, which is read again below
+         helper.make_node("Relu", ["qf"], ["r"]),
+         helper.make_node("Reshape", ["r", "sq"], ["r2"]),
+         helper.make_node("Add", ["r2", "q"], ["v"])]
+g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [N, N]),
+                                   helper.make_tensor_value_info("h", TensorProto.FLOAT, [N])],
+                      [helper.make_tensor_value_info("u", TensorProto.FLOAT, [N, N]),
+                       helper.make_tensor_value_info("v", TensorProto.FLOAT, [N, N])],
+                      [numpy_helper.from_array(np.array([N * N], np.int64), "flat"),
+                       numpy_helper.from_array(np.array([N, N], np.int64), "sq")])
+m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+h = rng.standard_normal(N).astype(np.float32)
+a = np.maximum(x, 0)
+res, layers, err = build_and_run("inplace_not", m, {"x": x, "h": h}, "--no-fusion", infer_args=("--threads", "2"))
+ok(res is not None and np.array_equal(res["u"], (-a - a) * np.maximum(h, 0)) and np.array_equal(res["v"], np.maximum(-x, 0) + -x),
+   "in place only where the input dies: read later, broadcast, a view of a live value keep their bytes", err)
+
+# a broadcast input that dies in a bigger output keeps its (smaller) bytes:
+# the plan puts sv right after hr, so an output written over hr's bytes would
+# run over sv before it is read
+nodes = [helper.make_node("Relu", ["x"], ["big"]),
+         helper.make_node("Relu", ["h"], ["hr"]),
+         helper.make_node("Relu", ["h2"], ["sv"]),
+         helper.make_node("Mul", ["hr", "big"], ["u"]),
+         helper.make_node("Add", ["u", "big"], ["z"]),
+         helper.make_node("Neg", ["sv"], ["nsv"])]
+g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [N, N]),
+                                   helper.make_tensor_value_info("h", TensorProto.FLOAT, [N]),
+                                   helper.make_tensor_value_info("h2", TensorProto.FLOAT, [N // 2])],
+                      [helper.make_tensor_value_info("z", TensorProto.FLOAT, [N, N]),
+                       helper.make_tensor_value_info("nsv", TensorProto.FLOAT, [N // 2])])
+m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+h2 = rng.standard_normal(N // 2).astype(np.float32)
+res, layers, err = build_and_run("inplace_bcast", m, {"x": x, "h": h, "h2": h2}, "--no-fusion")
+ok(res is not None and np.array_equal(res["z"], np.maximum(h, 0) * a + a) and np.array_equal(res["nsv"], -np.maximum(h2, 0)),
+   "in place: never into the bytes of an input broadcast to a bigger output", err)
+
 # 6. MatMul + per-column bias Add (+ Relu) fuse into one layer at float32
 # storage, bit-identical to the unfused graph; a bias that is not
 # per-column stays an Add, and fp16 storage keeps the Add (it rounds the

@@ -154,30 +154,76 @@ static int plannable(const value_t *v)
     return v->kind == VAL_ACTIVATION && v->shape_known && v->producer >= 0;
 }
 
-/* root[v]: the value whose bytes v uses. A view node's output (Reshape,
- * Squeeze, ...) takes its input's bytes when both are planned, the sizes
- * match, and the node changes no byte on the way: it casts no input at a
- * precision boundary, applies no fused activation, and rounds to the same
- * storage type as the input's producer (rounding again in place changes
- * nothing). Its kernel then copies nothing. */
-static void find_views(const graph_t *g, int *root)
-{
-    for (int i = 0; i < g->n_vals; i++) root[i] = i;
-    for (int i = 0; i < g->n_nodes; i++) {
-        const node_t *n = &g->nodes[i];
-        if (!n->op || !n->op->view || n->n_in < 1 || n->n_out < 1) continue;
-        int x = n->in[0], y = n->out[0];
-        if (x < 0 || y < 0 || !plannable(&g->vals[x]) || !plannable(&g->vals[y])) continue;
-        if (tensor_nbytes(&g->vals[x].t) != tensor_nbytes(&g->vals[y].t)) continue;
-        if ((n->round_inputs & 1) || n->act != ACT_NONE) continue;
-        if (g->nodes[g->vals[x].producer].storage != n->storage) continue;
-        root[y] = root[x];
-    }
-}
-
 static int lifetime_end(const value_t *v)
 {
     return v->last_use < 0 ? v->producer : v->last_use;
+}
+
+static int same_layout(const value_t *a, const value_t *b)
+{
+    if (a->t.dtype != b->t.dtype || a->t.ndim != b->t.ndim) return 0;
+    for (int d = 0; d < a->t.ndim; d++)
+        if (a->t.dims[d] != b->t.dims[d]) return 0;
+    return 1;
+}
+
+/* Output y of elementwise node i (op->inplace) may take the bytes of its
+ * input k: planned, of y's shape and type, bytes no node after i reads
+ * (end: per set of shared bytes, its last reader so far; a name that would
+ * share them later is read after i), and no other input on those bytes
+ * under another shape. */
+static int inplace_ok(const graph_t *g, const node_t *n, int i, int k, const int *root, const int *end)
+{
+    int a = n->in[k], y = n->out[0];
+    if (a < 0 || !plannable(&g->vals[a]) || end[root[a]] != i || !same_layout(&g->vals[a], &g->vals[y])) return 0;
+    for (int kk = 0; kk < n->n_in; kk++) {
+        int b = n->in[kk];
+        if (kk != k && b >= 0 && plannable(&g->vals[b]) && root[b] == root[a] && !same_layout(&g->vals[b], &g->vals[y]))
+            return 0;
+    }
+    return 1;
+}
+
+/* root[v]: the value whose bytes v uses, decided node by node.
+ * - A view node's output (Reshape, Squeeze, ...) takes its input's bytes
+ *   when both are planned, the sizes match, and the node changes no byte on
+ *   the way: it casts no input at a precision boundary, applies no fused
+ *   activation, and rounds to the same storage type as the input's producer
+ *   (rounding again in place changes nothing). Its kernel then copies nothing.
+ * - An elementwise node's output takes the bytes of an input that dies
+ *   there (inplace_ok): no bytes of its own, and the lines it writes are
+ *   the ones it has just read (a store that misses reads its line first).
+ *   Rounding, activations and dumps are unaffected: a dump copies a value
+ *   when it is made, and the input is read by no one afterwards. */
+static void share_bytes(const graph_t *g, int *root)
+{
+    int *end = xcalloc(g->n_vals + 1, sizeof *end);
+    for (int i = 0; i < g->n_vals; i++) {
+        root[i] = i;
+        end[i] = lifetime_end(&g->vals[i]);
+    }
+    for (int i = 0; i < g->n_nodes; i++) {
+        const node_t *n = &g->nodes[i];
+        if (!n->op || n->n_in < 1 || n->n_out < 1) continue;
+        int y = n->out[0];
+        if (y < 0 || !plannable(&g->vals[y])) continue;
+        int from = -1;
+        if (n->op->view) {
+            int x = n->in[0];
+            if (x < 0 || !plannable(&g->vals[x])) continue;
+            if (tensor_nbytes(&g->vals[x].t) != tensor_nbytes(&g->vals[y].t)) continue;
+            if ((n->round_inputs & 1) || n->act != ACT_NONE) continue;
+            if (g->nodes[g->vals[x].producer].storage != n->storage) continue;
+            from = x;
+        } else if (n->op->inplace && n->n_out == 1) {
+            for (int k = 0; k < n->n_in && from < 0; k++)
+                if (inplace_ok(g, n, i, k, root, end)) from = n->in[k];
+        }
+        if (from < 0) continue;
+        root[y] = root[from];
+        if (end[y] > end[root[y]]) end[root[y]] = end[y];
+    }
+    free(end);
 }
 
 int64_t graph_plan_memory(graph_t *g)
@@ -185,7 +231,7 @@ int64_t graph_plan_memory(graph_t *g)
     graph_index(g);
     interval_t *iv = xcalloc(g->n_vals + 1, sizeof *iv);
     int *root = xcalloc(g->n_vals + 1, sizeof *root), *slot = xcalloc(g->n_vals + 1, sizeof *slot);
-    find_views(g, root);
+    share_bytes(g, root);
     int n = 0;
     for (int i = 0; i < g->n_vals; i++) {
         value_t *v = &g->vals[i];

@@ -153,10 +153,13 @@ int ew_broadcast(op_ctx_t *c, int n, ew_range_fn fn)
 
 #define ROW(op, since, until, shape, run) {"", op, since, until, shape, run, 0, 0, 0}
 #define ROW_ANY(op, since, until, shape, run) {"", op, since, until, shape, run, 0, 0, 1}
+/* kernels that run element by element (UN_RANGE, BIN_RANGE, vmath's array
+ * functions, which work in place): their output may take an input's bytes */
+#define ROW_INPLACE(op, since, until, shape, run) {"", op, since, until, shape, run, 0, 0, 0, 0, 0, 1}
 
 const op_def_t ops_elementwise[] = {
     /* unary math */
-    ROW("Abs", 1, 0, ew_shape_numeric, run_abs),
+    ROW_INPLACE("Abs", 1, 0, ew_shape_numeric, run_abs),
     ROW("Acos", 7, 0, ew_shape_float, run_acos),
     ROW("Acosh", 9, 0, ew_shape_float, run_acosh),
     ROW("Asin", 7, 0, ew_shape_float, run_asin),
@@ -170,7 +173,7 @@ const op_def_t ops_elementwise[] = {
     ROW("Exp", 1, 0, ew_shape_float, run_exp),
     ROW("Floor", 1, 0, ew_shape_float, run_floor),
     ROW("Log", 1, 0, ew_shape_float, run_log),
-    ROW("Neg", 1, 0, ew_shape_neg, run_neg),
+    ROW_INPLACE("Neg", 1, 0, ew_shape_neg, run_neg),
     ROW("Reciprocal", 1, 0, ew_shape_float, run_reciprocal),
     ROW("Round", 11, 0, ew_shape_float, run_round),
     ROW("Sign", 9, 0, ew_shape_numeric, run_sign),
@@ -183,14 +186,14 @@ const op_def_t ops_elementwise[] = {
     ROW("IsInf", 10, 0, ew_shape_isx, run_isinf),
     ROW("IsNaN", 9, 0, ew_shape_isx, run_isnan),
     /* activations */
-    ROW("Relu", 1, 0, ew_shape_relu, run_relu),
-    ROW("Sigmoid", 1, 0, ew_shape_float, run_sigmoid),
+    ROW_INPLACE("Relu", 1, 0, ew_shape_relu, run_relu),
+    ROW_INPLACE("Sigmoid", 1, 0, ew_shape_float, run_sigmoid),
     ROW("Softplus", 1, 0, ew_shape_float, run_softplus),
     ROW("Softsign", 1, 0, ew_shape_float, run_softsign),
     ROW("Elu", 1, 0, ew_shape_float, run_elu),
     ROW("Selu", 1, 0, ew_shape_float, run_selu),
     ROW("Celu", 12, 0, ew_shape_float, run_celu),
-    ROW("LeakyRelu", 1, 0, ew_shape_float, run_leakyrelu),
+    ROW_INPLACE("LeakyRelu", 1, 0, ew_shape_float, run_leakyrelu),
     ROW("HardSigmoid", 1, 0, ew_shape_float, run_hardsigmoid),
     ROW("HardSwish", 14, 0, ew_shape_float, run_hardswish),
     ROW("Mish", 18, 0, ew_shape_float, run_mish),
@@ -202,10 +205,10 @@ const op_def_t ops_elementwise[] = {
     ROW("Clip", 1, 10, ew_shape_clip, run_clip),
     ROW("Clip", 11, 0, ew_shape_clip, run_clip),
     /* binary, numpy broadcasting */
-    ROW("Add", 1, 0, ew_shape_arith, run_add),
-    ROW("Sub", 1, 0, ew_shape_arith, run_sub),
-    ROW("Mul", 1, 0, ew_shape_arith, run_mul),
-    ROW("Div", 1, 0, ew_shape_arith, run_div),
+    ROW_INPLACE("Add", 1, 0, ew_shape_arith, run_add),
+    ROW_INPLACE("Sub", 1, 0, ew_shape_arith, run_sub),
+    ROW_INPLACE("Mul", 1, 0, ew_shape_arith, run_mul),
+    ROW_INPLACE("Div", 1, 0, ew_shape_arith, run_div),
     ROW("Pow", 1, 0, ew_shape_pow, run_pow),
     ROW("Mod", 10, 0, ew_shape_mod, run_mod),
     ROW("BitShift", 11, 0, ew_shape_bitshift, run_bitshift),

@@ -64,6 +64,11 @@ typedef struct op_def {
     /* If, Loop, Scan: run by the executor through their subgraphs
      * (engine/control.c); their kernel is never called. */
     unsigned control : 1;
+    /* Elementwise: element i of output 0 is computed from element i of each
+     * input of the output's shape (read before it is written, never again),
+     * so the memory plan may give the output the bytes of such an input
+     * that no later node reads (graph/passes.c). */
+    unsigned inplace : 1;
 } op_def_t;
 
 /* Finds the row for an op at an opset; NULL if unsupported. If *nearest is
