@@ -256,6 +256,12 @@ static void test_conv_fused(void)
 
 /* ---- 2-D pools: fast rows against a window loop, bit for bit ---- */
 
+/* Specials sprinkled over the random input: NaN and signed zeros every
+ * seventh element; dense: NaN every third, -0, 0 and -inf between (a max
+ * keeps a window's NaN only where it is the first tap, finds the maximum
+ * after a NaN, and keeps the first of equal zeros). */
+static int dense_specials;
+
 static void check_pool(const char *op, int64_t c, int64_t h, int64_t w, int64_t k, int64_t s, int64_t pad,
                        int ceil_mode, int include_pad, int kernel_on)
 {
@@ -264,6 +270,10 @@ static void check_pool(const char *op, int64_t c, int64_t h, int64_t w, int64_t 
     tensor_t *x = random_tensor(DT_FLOAT, 4, xd, -1, 1);
     float *xv = x->data;
     for (int64_t i = 0; i < tensor_numel(x); i += 7) xv[i] = i % 3 ? (i % 2 ? -0.0f : 0.0f) : NAN;
+    for (int64_t i = 0; dense_specials && i < tensor_numel(x); i++)
+        if (i % 3 == 0) xv[i] = NAN;
+        else if (i % 11 == 1) xv[i] = -INFINITY;
+        else if (i % 5 == 2) xv[i] = i % 2 ? -0.0f : 0.0f;
     tnode_t t;
     node_init(&t, op, 12, 1, 1);
     int64_t ks[2] = {k, k}, st[2] = {s, s}, pads[4] = {pad, pad, pad, pad};
@@ -305,9 +315,9 @@ static void check_pool(const char *op, int64_t c, int64_t h, int64_t w, int64_t 
                 good = memcmp(&got, &want, sizeof got) == 0 || (isnan(got) && isnan(want));
                 if (!good) diag("%s at (%lld, %lld, %lld): %g, want %g", op, (long long)ch, (long long)i, (long long)j, got, want);
             }
-    ok(good, "%s %lldx%lld stride %lld pad %lld ceil %d include_pad %d on %lldx%lld, fast rows %s: window loop's bits",
+    ok(good, "%s %lldx%lld stride %lld pad %lld ceil %d include_pad %d on %lldx%lld%s, fast rows %s: window loop's bits",
        op, (long long)k, (long long)k, (long long)s, (long long)pad, ceil_mode, include_pad, (long long)h,
-       (long long)w, kernel_on ? "AVX-512" : "plain C");
+       (long long)w, dense_specials ? " (dense NaN, -inf, zeros)" : "", kernel_on ? "AVX-512" : "plain C");
     tensor_free(x);
     tensor_free_data(&y);
 }
@@ -324,6 +334,11 @@ static void test_pools(void)
         check_pool("AveragePool", 3, 41, 75, 2, 2, 0, 1, 1, on);
         check_pool("AveragePool", 2, 33, 61, 3, 2, 1, 1, 0, on);
         check_pool("AveragePool", 2, 19, 40, 3, 1, 1, 0, 1, on);
+        dense_specials = 1;
+        check_pool("MaxPool", 3, 41, 75, 3, 2, 1, 0, 0, on);
+        check_pool("MaxPool", 2, 22, 37, 2, 1, 0, 0, 0, on);
+        check_pool("MaxPool", 2, 17, 90, 4, 2, 1, 1, 0, on);
+        dense_specials = 0;
     }
 }
 
