@@ -234,6 +234,26 @@ res, layers, err = build_and_run("inplace_bcast", m, {"x": x, "h": h, "h2": h2},
 ok(res is not None and np.array_equal(res["z"], np.maximum(h, 0) * a + a) and np.array_equal(res["nsv"], -np.maximum(h2, 0)),
    "in place: never into the bytes of an input broadcast to a bigger output", err)
 
+# Softmax in place (rows, a block with inner > 1, opset 11's 2-D coercion):
+# the same bytes as when its input lives on as a graph output (own bytes)
+for name, opset, axis, shape in (("rows", 13, -1, [64, 96]), ("block", 13, 1, [4, 24, 40]), ("coerced", 11, 1, [4, 24, 40])):
+    xs = (3 * rng.standard_normal(shape)).astype(np.float32)
+    kk = numpy_helper.from_array(rng.standard_normal(shape[-1]).astype(np.float32), "k")
+    outs = {}
+    for keep in (0, 1):
+        nodes = [helper.make_node("Mul", ["x", "k"], ["s"]), helper.make_node("Softmax", ["s"], ["y"], axis=axis)]
+        vis = [helper.make_tensor_value_info("y", TensorProto.FLOAT, shape)]
+        if keep:
+            vis.append(helper.make_tensor_value_info("s", TensorProto.FLOAT, shape))
+        g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)], vis, [kk])
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+        outs[keep] = build_and_run("softmax_%s_%d" % (name, keep), m, {"x": xs}, "--no-fusion")
+    (r0, l0, e0), (r1, l1, e1) = outs[0], outs[1]
+    nbytes = int(np.prod(shape)) * 4
+    ok(r0 is not None and r1 is not None and r0["y"].tobytes() == r1["y"].tobytes()
+       and l0["arena_bytes"] == (nbytes + 63) // 64 * 64 < l1["arena_bytes"],
+       "Softmax (%s, opset %d) in its input's bytes: the bytes of the out-of-place run" % (name, opset), e0 + e1)
+
 # 6. MatMul + per-column bias Add (+ Relu) fuse into one layer at float32
 # storage, bit-identical to the unfused graph; a bias that is not
 # per-column stays an Add, and fp16 storage keeps the Add (it rounds the

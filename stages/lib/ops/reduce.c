@@ -138,9 +138,13 @@ const op_def_t ops_reduce[] = {
     {"", "ReduceSum", 13, 0, reduce_shape, reduce_run, 0, 0, 0},
     {"", "ArgMax", 1, 0, argmax_shape, argmax_run, 0, 0, 0},
     {"", "ArgMin", 1, 0, argmax_shape, argmax_run, 0, 0, 0},
-    /* opset 1-12: input coerced to 2-D at axis (default 1); 13+: one axis (default -1) */
-    {"", "Softmax", 1, 12, softmax_shape, softmax_run, 0, 0, 0},
-    {"", "Softmax", 13, 0, softmax_shape, softmax_run, 0, 0, 0},
+    /* opset 1-12: input coerced to 2-D at axis (default 1); 13+: one axis (default -1).
+     * Softmax runs in place (softmax.c: each element's exp is written where it
+     * was read, after the maxima; the scaling reads the output only), so its
+     * output may take its input's bytes; LogSoftmax's float32 blocks read the
+     * input again after writing, so it may not. */
+    {"", "Softmax", 1, 12, softmax_shape, softmax_run, 0, 0, 0, 0, 0, 1},
+    {"", "Softmax", 13, 0, softmax_shape, softmax_run, 0, 0, 0, 0, 0, 1},
     {"", "LogSoftmax", 1, 12, softmax_shape, softmax_run, 0, 0, 0},
     {"", "LogSoftmax", 13, 0, softmax_shape, softmax_run, 0, 0, 0},
     {"", "Hardmax", 1, 12, softmax_shape, softmax_run, 0, 0, 0},
