@@ -210,10 +210,13 @@ def main():
                                     "round_medians_ms": [m for m, _ in pm], "peak_rss_mib": round(prss, 1)},
                          "onnxruntime": {"median_ms": o_med, "min_ms": min(m for _, m in om),
                                          "round_medians_ms": [m for m, _ in om], "peak_rss_mib": round(orss, 1)},
-                         "ratio": round(p_med / o_med, 3)})
+                         "ratio": round(p_med / o_med, 3),
+                         # each round's pair, parity's median over ORT's: how far the host moved the ratio
+                         "round_ratios": [round(a / b, 3) for (a, _), (b, _) in zip(pm, om)]})
             r = rows[-1]
-            print("  %-18s threads %d: parity %8.2f ms  onnxruntime %8.2f ms  ratio %.2f" %
-                  (name, th, p_med, o_med, r["ratio"]), file=sys.stderr)
+            print("  %-18s threads %d: parity %8.2f ms  onnxruntime %8.2f ms  ratio %.2f (rounds %.2f-%.2f)" %
+                  (name, th, p_med, o_med, r["ratio"], min(r["round_ratios"]), max(r["round_ratios"])),
+                  file=sys.stderr)
 
     machine = {"cpu": cpu_name(), "cpus": os.cpu_count(), "pinned_to": os.environ.get("BENCH_TASKSET"),
                "system": platform.platform(),
@@ -222,14 +225,16 @@ def main():
     result = {"benchmark": "parity FP32 infer vs ONNX Runtime (onnxruntime-node, CPU)", "machine": machine,
               "versions": ver, "parity_isa": isa or "the CPU's best", "rounds": repeat, "node_onnxruntime_bare_rss_mib": round(base_rss, 1), "results": rows}
     table = ["| model | threads | runs | parity median (ms) | ONNX Runtime median (ms) | ratio parity/ORT | "
-             "parity peak RSS (MiB) | ORT peak RSS (MiB) |", "|---|---:|---:|---:|---:|---:|---:|---:|"]
+             "ratio by round (min-max) | parity peak RSS (MiB) | ORT peak RSS (MiB) |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
-        table.append("| %s | %d | %d | %.2f | %.2f | %.2f | %.1f | %.1f |" % (
+        table.append("| %s | %d | %d | %.2f | %.2f | %.2f | %.2f-%.2f | %.1f | %.1f |" % (
             r["model"], r["threads"], r["runs"], r["parity"]["median_ms"], r["onnxruntime"]["median_ms"], r["ratio"],
-            r["parity"]["peak_rss_mib"], r["onnxruntime"]["peak_rss_mib"]))
+            min(r["round_ratios"]), max(r["round_ratios"]), r["parity"]["peak_rss_mib"], r["onnxruntime"]["peak_rss_mib"]))
     notes = ("Latency: median over %d alternating rounds of the median of the runs in one process (load and "
              "session creation untimed), after one untimed warm-up invocation; same thread count for both; ratio "
-             "below 1 means parity is faster. parity's kernels at %s. %s, %d CPUs%s, load average %s at the start "
+             "below 1 means parity is faster; by round: each round's parity median over the ORT median measured "
+             "right after it (the spread is the machine's). parity's kernels at %s. %s, %d CPUs%s, load average %s at the start "
              "and %s at the end; ONNX Runtime %s%s. ORT's peak RSS includes the %s runtime and the library: %.1f "
              "MiB with no session loaded."
              % (repeat, "--isa " + isa if isa else "the CPU's best instruction set", machine["cpu"], machine["cpus"],
