@@ -439,12 +439,16 @@ V16 static float max_avx512(const float *x, int64_t n)
         m = _mm256_max_ps(m, _mm512_castps512_ps256(v));
         m = _mm256_max_ps(m, _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
     }
+    if (i < n) {   /* the tail under a mask, -inf past it: max_ps1(m, -inf) is m, so each lane takes max_scalar's steps */
+        __mmask16 mk = (__mmask16)((1u << (n - i)) - 1);
+        __m512 v = _mm512_mask_loadu_ps(_mm512_set1_ps(-INFINITY), mk, x + i);
+        nan |= _mm512_mask_cmp_ps_mask(mk, v, v, _CMP_UNORD_Q);
+        m = _mm256_max_ps(m, _mm512_castps512_ps256(v));
+        m = _mm256_max_ps(m, _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
+    }
     if (nan) return first_nan(x, n);
     float lane[8];
     _mm256_storeu_ps(lane, m);
-    for (; i < n; i++) lane[i & 7] = max_ps1(lane[i & 7], x[i]);   /* max_scalar's steps for the tail */
-    for (int64_t t = i - (n & 15); t < n; t++)
-        if (x[t] != x[t]) return first_nan(x, n);
     return fold_max(lane);
 }
 
@@ -460,12 +464,9 @@ V16 static double exp_shift_sum_avx512(const float *x, float m, float *y, int64_
         acc = _mm512_add_pd(acc, _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(e), 1))));
     }
     if (i < n) {   /* the tail padded with -inf, as the AVX2 form's last vector(s) */
-        float b[16];
-        for (int l = 0; l < 16; l++) b[l] = -INFINITY;
-        memcpy(b, x + i, (size_t)(n - i) * sizeof(float));
-        __m512 e = v16_exp(_mm512_sub_ps(_mm512_loadu_ps(b), vm));
-        _mm512_storeu_ps(b, e);
-        if (y) memcpy(y + i, b, (size_t)(n - i) * sizeof(float));
+        __mmask16 mk = (__mmask16)((1u << (n - i)) - 1);
+        __m512 e = v16_exp(_mm512_sub_ps(_mm512_mask_loadu_ps(_mm512_set1_ps(-INFINITY), mk, x + i), vm));
+        if (y) _mm512_mask_storeu_ps(y + i, mk, e);
         acc = _mm512_add_pd(acc, _mm512_cvtps_pd(_mm512_castps512_ps256(e)));
         if (n - i > 8)
             acc = _mm512_add_pd(acc, _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(e), 1))));
@@ -484,7 +485,12 @@ V16 static void scale_avx512(float *y, int64_t n, double s)
         __m512d p = _mm512_mask_blend_pd(_mm512_cmp_pd_mask(v, v, _CMP_UNORD_Q), _mm512_mul_pd(v, vs), v);
         _mm256_storeu_ps(y + i, _mm512_cvtpd_ps(p));
     }
-    for (; i < n; i++) y[i] = scale1(y[i], s);
+    if (i < n) {   /* the last lanes under a mask: each lane is scale1's */
+        __mmask16 mk = (__mmask16)((1u << (n - i)) - 1);
+        __m512d v = _mm512_cvtps_pd(_mm512_castps512_ps256(_mm512_maskz_loadu_ps(mk, y + i)));
+        __m512d p = _mm512_mask_blend_pd(_mm512_cmp_pd_mask(v, v, _CMP_UNORD_Q), _mm512_mul_pd(v, vs), v);
+        _mm512_mask_storeu_ps(y + i, mk, _mm512_castps256_ps512(_mm512_cvtpd_ps(p)));
+    }
 }
 
 static int simd_state = -1;     /* -1 as util/isa says, 0 scalar (tests) */
