@@ -10,7 +10,6 @@
  * merged and val-200 is the first 200 images of val-2000. DIR appears only
  * when complete. */
 #include <getopt.h>
-#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>

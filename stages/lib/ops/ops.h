@@ -64,10 +64,12 @@ typedef struct op_def {
     /* If, Loop, Scan: run by the executor through their subgraphs
      * (engine/control.c); their kernel is never called. */
     unsigned control : 1;
-    /* Elementwise: element i of output 0 is computed from element i of each
-     * input of the output's shape (read before it is written, never again),
-     * so the memory plan may give the output the bytes of such an input
-     * that no later node reads (graph/passes.c). */
+    /* Output 0 may be written over an input of its shape and type: the
+     * kernel reads each element of such an input for the last time no later
+     * than it writes the output's element at the same place (elementwise
+     * loops; Softmax, whose rows are read before they are written). The
+     * memory plan then gives the output the bytes of such an input that no
+     * later node reads (graph/passes.c). */
     unsigned inplace : 1;
 } op_def_t;
 
