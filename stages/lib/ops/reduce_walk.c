@@ -25,6 +25,7 @@
 #include <math.h>
 #include <string.h>
 #include "ops/reduce_impl.h"
+#include "util/isa.h"
 #include "util/pool.h"
 
 typedef enum { R_MAX, R_MIN, R_MEAN, R_SUM, R_PROD, R_L1, R_L2, R_LOGSUM, R_LOGSUMEXP, R_SUMSQ } red_kind_t;
@@ -177,11 +178,66 @@ typedef struct runs_job {
     const double *shift;
 } runs_job_t;
 
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+/* SUM4 of n float32 runs of L terms (xs: the first run's first term) added
+ * into acc[0, n): its four partial sums are the four lanes of a vector of
+ * doubles (lane l takes the terms j = l mod 4, in order; the last L % 4
+ * terms under a blend that leaves the other lanes untouched), folded as
+ * (s0 + s1) + (s2 + s3): SUM4's operations in its order, so its bits. */
+__attribute__((target("avx2"))) static void sum4_f32_avx2(const float *xs, int64_t L, red_tr_t tr, double *acc,
+                                                          int64_t n)
+{
+    const __m256d sign = _mm256_set1_pd(-0.0);
+    const int64_t L4 = L & ~(int64_t)3;
+    const __m256d tail = _mm256_castsi256_pd(_mm256_cmpgt_epi64(_mm256_set1_epi64x(L - L4), _mm256_setr_epi64x(0, 1, 2, 3)));
+    for (int64_t o = 0; o < n; o++, xs += L) {
+        __m256d s = _mm256_setzero_pd();
+        for (int64_t j = 0; j < L4; j += 4) {
+            __m256d v = _mm256_cvtps_pd(_mm_loadu_ps(xs + j));
+            if (tr == TR_ABS) v = _mm256_andnot_pd(sign, v);
+            else if (tr == TR_SQ) v = _mm256_mul_pd(v, v);
+            s = _mm256_add_pd(s, v);
+        }
+        if (L4 < L) {   /* read one by one: nothing past the run */
+            float part[4] = {0, 0, 0, 0};
+            for (int64_t j = L4; j < L; j++) part[j - L4] = xs[j];
+            __m256d v = _mm256_cvtps_pd(_mm_loadu_ps(part));
+            if (tr == TR_ABS) v = _mm256_andnot_pd(sign, v);
+            else if (tr == TR_SQ) v = _mm256_mul_pd(v, v);
+            s = _mm256_blendv_pd(s, _mm256_add_pd(s, v), tail);
+        }
+        __m128d lo = _mm256_castpd256_pd128(s), hi = _mm256_extractf128_pd(s, 1);
+        __m128d ab = _mm_add_sd(lo, _mm_unpackhi_pd(lo, lo)), cd = _mm_add_sd(hi, _mm_unpackhi_pd(hi, hi));
+        acc[o] += _mm_cvtsd_f64(_mm_add_sd(ab, cd));
+    }
+}
+#endif
+
+static void sum4_f32(const float *xs, int64_t L, red_tr_t tr, double *acc, int64_t n)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (isa_active() >= ISA_AVX2) {
+        sum4_f32_avx2(xs, L, tr, acc, n);
+        return;
+    }
+#endif
+    for (int64_t o = 0; o < n; o++) {
+        const float *src = xs + o * L;
+        double t;
+        if (tr == TR_ABS) SUM4(t, L, F_ABS);
+        else if (tr == TR_SQ) SUM4(t, L, F_SQ);
+        else SUM4(t, L, F_ID);
+        acc[o] += t;
+    }
+}
+
 static void runs_task(void *ctx, int64_t t)
 {
     const runs_job_t *j = ctx;
     const red_plan_t *p = j->p;
     const int64_t L = p->size[p->n - 1], q1 = (t + 1) * RUNS_PER_TASK < p->out_numel ? (t + 1) * RUNS_PER_TASK : p->out_numel;
+
     const int r = 1;
     const red_tr_t tr = j->tr;
     double *acc = j->acc;
@@ -195,10 +251,16 @@ static void runs_task(void *ctx, int64_t t)
     }, (void)0)
 }
 
+/* Only the last group reduced, and enough outputs for the pool. */
+static int runs_alone(const red_plan_t *p)
+{
+    return p->red[p->n - 1] && p->count == p->size[p->n - 1] && p->out_numel > RUNS_PER_TASK;
+}
+
 static void walk_double(const red_plan_t *p, dtype_t dt, const void *x, red_tr_t tr,
                         double *acc, const double *shift)
 {
-    if (p->red[p->n - 1] && p->count == p->size[p->n - 1] && p->out_numel > RUNS_PER_TASK) {
+    if (runs_alone(p)) {
         runs_job_t j = {p, dt, x, tr, acc, shift};
         pool_for((p->out_numel + RUNS_PER_TASK - 1) / RUNS_PER_TASK, runs_task, &j);
         return;
@@ -326,18 +388,53 @@ static void fill(double *a, int64_t n, double v)
     for (int64_t k = 0; k < n; k++) a[k] = v;
 }
 
+/* float32 Sum, Mean, L1, L2 and SumSquare over the last axes only (runs_alone):
+ * each task takes its outputs from the zeroed accumulator to the stored
+ * float -- reduce_double's steps (0, + the run's SUM4, the kind's finish,
+ * rounding) without its serial passes over the outputs before and after,
+ * which kept MSDeformAttn's sums over 12 terms from scaling past a thread. */
+typedef struct f32_runs_job {
+    const float *x;
+    float *y;
+    int64_t L, no;
+    red_tr_t tr;
+    int kind;
+    double count;
+} f32_runs_job_t;
+
+static void f32_runs_task(void *ctx, int64_t t)
+{
+    const f32_runs_job_t *j = ctx;
+    int64_t o0 = t * RUNS_PER_TASK, n = j->no - o0 < RUNS_PER_TASK ? j->no - o0 : RUNS_PER_TASK;
+    double acc[RUNS_PER_TASK];
+    for (int64_t o = 0; o < n; o++) acc[o] = 0.0;
+    sum4_f32(j->x + o0 * j->L, j->L, j->tr, acc, n);
+    for (int64_t o = 0; o < n; o++) {
+        double v = acc[o];
+        if (j->kind == R_MEAN) v /= j->count;
+        else if (j->kind == R_L2) v = sqrt(v);
+        j->y[o0 + o] = (float)v;
+    }
+}
+
 /* Sum, Mean, L1, L2, LogSum, LogSumExp, SumSquare, Prod through doubles. */
 static int reduce_double(op_ctx_t *c, int kind, const red_plan_t *p)
 {
     const tensor_t *x = c->in[0];
     int64_t no = p->out_numel;
-    double *acc = c->scratch(c, (size_t)(2 * no + 1) * sizeof(double));
-    double *shift = acc + no;
-    if (!acc) return op_fail(c, "out of scratch memory");
     static const red_tr_t tr_of[] = {
         [R_MEAN] = TR_ID, [R_SUM] = TR_ID, [R_PROD] = TR_MUL, [R_L1] = TR_ABS, [R_L2] = TR_SQ,
         [R_LOGSUM] = TR_ID, [R_LOGSUMEXP] = TR_EXP, [R_SUMSQ] = TR_SQ,
     };
+    if (x->dtype == DT_FLOAT && runs_alone(p) &&
+        (kind == R_SUM || kind == R_MEAN || kind == R_L1 || kind == R_L2 || kind == R_SUMSQ)) {
+        f32_runs_job_t j = {x->data, c->out[0]->data, p->size[p->n - 1], no, tr_of[kind], kind, (double)p->count};
+        pool_for((no + RUNS_PER_TASK - 1) / RUNS_PER_TASK, f32_runs_task, &j);
+        return 0;
+    }
+    double *acc = c->scratch(c, (size_t)(2 * no + 1) * sizeof(double));
+    double *shift = acc + no;
+    if (!acc) return op_fail(c, "out of scratch memory");
     if (kind == R_LOGSUMEXP) {
         fill(shift, no, -INFINITY);
         walk_double(p, x->dtype, x->data, TR_MAX, shift, shift);
