@@ -319,4 +319,3 @@ const fgemm_arch_t fgemm_arch_avx512 = {tile_avx512, pack_b, pack_taps, gather_e
                                         pack_px_avx512};
 
 #endif
-

@@ -185,27 +185,27 @@ typedef struct runs_job {
  * doubles (lane l takes the terms j = l mod 4, in order; the last L % 4
  * terms under a blend that leaves the other lanes untouched), folded as
  * (s0 + s1) + (s2 + s3): SUM4's operations in its order, so its bits. */
+/* Four terms F(v) in double: F_ID, F_ABS or F_SQ (exact, as the macros). */
+__attribute__((target("avx2"))) static inline __m256d terms4(__m128 v4, red_tr_t tr)
+{
+    __m256d v = _mm256_cvtps_pd(v4);
+    if (tr == TR_ABS) return _mm256_andnot_pd(_mm256_set1_pd(-0.0), v);
+    if (tr == TR_SQ) return _mm256_mul_pd(v, v);
+    return v;
+}
+
 __attribute__((target("avx2"))) static void sum4_f32_avx2(const float *xs, int64_t L, red_tr_t tr, double *acc,
                                                           int64_t n)
 {
-    const __m256d sign = _mm256_set1_pd(-0.0);
     const int64_t L4 = L & ~(int64_t)3;
     const __m256d tail = _mm256_castsi256_pd(_mm256_cmpgt_epi64(_mm256_set1_epi64x(L - L4), _mm256_setr_epi64x(0, 1, 2, 3)));
     for (int64_t o = 0; o < n; o++, xs += L) {
         __m256d s = _mm256_setzero_pd();
-        for (int64_t j = 0; j < L4; j += 4) {
-            __m256d v = _mm256_cvtps_pd(_mm_loadu_ps(xs + j));
-            if (tr == TR_ABS) v = _mm256_andnot_pd(sign, v);
-            else if (tr == TR_SQ) v = _mm256_mul_pd(v, v);
-            s = _mm256_add_pd(s, v);
-        }
+        for (int64_t j = 0; j < L4; j += 4) s = _mm256_add_pd(s, terms4(_mm_loadu_ps(xs + j), tr));
         if (L4 < L) {   /* read one by one: nothing past the run */
             float part[4] = {0, 0, 0, 0};
             for (int64_t j = L4; j < L; j++) part[j - L4] = xs[j];
-            __m256d v = _mm256_cvtps_pd(_mm_loadu_ps(part));
-            if (tr == TR_ABS) v = _mm256_andnot_pd(sign, v);
-            else if (tr == TR_SQ) v = _mm256_mul_pd(v, v);
-            s = _mm256_blendv_pd(s, _mm256_add_pd(s, v), tail);
+            s = _mm256_blendv_pd(s, _mm256_add_pd(s, terms4(_mm_loadu_ps(part), tr)), tail);
         }
         __m128d lo = _mm256_castpd256_pd128(s), hi = _mm256_extractf128_pd(s, 1);
         __m128d ab = _mm_add_sd(lo, _mm_unpackhi_pd(lo, lo)), cd = _mm_add_sd(hi, _mm_unpackhi_pd(hi, hi));
@@ -237,7 +237,6 @@ static void runs_task(void *ctx, int64_t t)
     const runs_job_t *j = ctx;
     const red_plan_t *p = j->p;
     const int64_t L = p->size[p->n - 1], q1 = (t + 1) * RUNS_PER_TASK < p->out_numel ? (t + 1) * RUNS_PER_TASK : p->out_numel;
-
     const int r = 1;
     const red_tr_t tr = j->tr;
     double *acc = j->acc;
@@ -388,6 +387,18 @@ static void fill(double *a, int64_t n, double v)
     for (int64_t k = 0; k < n; k++) a[k] = v;
 }
 
+/* A kind's last step on an output's accumulated double. */
+static double finish_kind(int kind, double v, double count, double shift)
+{
+    switch (kind) {
+    case R_MEAN: return v / count;
+    case R_L2: return sqrt(v);
+    case R_LOGSUM: return log(v);
+    case R_LOGSUMEXP: return shift + log(v);
+    default: return v;
+    }
+}
+
 /* float32 Sum, Mean, L1, L2 and SumSquare over the last axes only (runs_alone):
  * each task takes its outputs from the zeroed accumulator to the stored
  * float -- reduce_double's steps (0, + the run's SUM4, the kind's finish,
@@ -409,12 +420,7 @@ static void f32_runs_task(void *ctx, int64_t t)
     double acc[RUNS_PER_TASK];
     for (int64_t o = 0; o < n; o++) acc[o] = 0.0;
     sum4_f32(j->x + o0 * j->L, j->L, j->tr, acc, n);
-    for (int64_t o = 0; o < n; o++) {
-        double v = acc[o];
-        if (j->kind == R_MEAN) v /= j->count;
-        else if (j->kind == R_L2) v = sqrt(v);
-        j->y[o0 + o] = (float)v;
-    }
+    for (int64_t o = 0; o < n; o++) j->y[o0 + o] = (float)finish_kind(j->kind, acc[o], j->count, 0);
 }
 
 /* Sum, Mean, L1, L2, LogSum, LogSumExp, SumSquare, Prod through doubles. */
@@ -443,15 +449,8 @@ static int reduce_double(op_ctx_t *c, int kind, const red_plan_t *p)
     }
     fill(acc, no, kind == R_PROD ? 1.0 : 0.0);
     walk_double(p, x->dtype, x->data, tr_of[kind], acc, shift);
-    for (int64_t k = 0; k < no; k++) {
-        switch (kind) {
-        case R_MEAN: acc[k] /= (double)p->count; break;
-        case R_L2: acc[k] = sqrt(acc[k]); break;
-        case R_LOGSUM: acc[k] = log(acc[k]); break;
-        case R_LOGSUMEXP: acc[k] = shift[k] + log(acc[k]); break;
-        default: break;
-        }
-    }
+    for (int64_t k = 0; k < no; k++)
+        acc[k] = finish_kind(kind, acc[k], (double)p->count, kind == R_LOGSUMEXP ? shift[k] : 0);
     store_double(x->dtype, acc, no, c->out[0]->data);
     return 0;
 }
