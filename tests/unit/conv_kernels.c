@@ -347,22 +347,34 @@ static void test_pools(void)
 typedef struct px_case {
     const char *name;
     int64_t c, m, h, w;
-    int kh, kw, dil, pt, pl, pb, pr, act, s;
+    int kh, kw, dil, pt, pl, pb, pr, act, s, in_place;
 } px_case_t;
 /* Partial pixel strips (widths not a multiple of 8), partial channel
  * blocks (m not a multiple of 32), uneven pads, dilation, taps wholly in
- * the padding, 1x1 and 5x5, every fused activation. */
+ * the padding, 1x1 and 5x5, every fused activation; planes no window
+ * leaves (read in place); and planes large enough to be read in place (in_place: the scratch then holds no copy of
+ * the whole input), where only the frame's bands are copied -- with
+ * strides, uneven pads, one strip in place per row; and planes too narrow
+ * for that (one band). */
 static const px_case_t px_cases[] = {
     {"3x3 pad 1, 32 -> 40, 37 wide", 6, 40, 31, 37, 3, 3, 1, 1, 1, 1, 1, ACT_RELU},
     {"3x3 pads 0,2,3,1, 13 channels out", 5, 13, 40, 33, 3, 3, 1, 0, 2, 3, 1, ACT_CLIP},
     {"3x3 dilation 2, 70 out", 4, 70, 36, 36, 3, 3, 2, 2, 2, 2, 2, ACT_SILU},
     {"5x5 pad 2, 9 wide", 3, 33, 130, 9, 5, 5, 1, 2, 2, 2, 2, ACT_LEAKY},
-    {"1x1, 64 out", 17, 64, 32, 33, 1, 1, 1, 0, 0, 0, 0, ACT_SIGMOID},
+    {"1x1, 64 out (in place: no window leaves the input)", 17, 64, 32, 33, 1, 1, 1, 0, 0, 0, 0, ACT_SIGMOID, 1, 1},
+    {"3x3 no pad (in place: no window leaves the input)", 3, 32, 40, 41, 3, 3, 1, 0, 0, 0, 0, ACT_NONE, 1, 1},
     {"3x5 pads 4,1,4,3 (taps in the padding)", 2, 32, 3, 400, 3, 5, 1, 4, 1, 4, 3, ACT_NONE},
     {"3x3 stride 2 pad 1, even", 5, 40, 72, 80, 3, 3, 1, 1, 1, 1, 1, ACT_RELU, 2},
     {"3x3 stride 2 pads 0,1,1,0, odd", 4, 33, 75, 91, 3, 3, 1, 0, 1, 1, 0, ACT_SILU, 2},
     {"7x7 stride 2 pad 3, 3 channels (a stem)", 3, 32, 90, 77, 7, 7, 1, 3, 3, 3, 3, ACT_CLIP, 2},
     {"1x1 stride 2", 9, 32, 70, 71, 1, 1, 1, 0, 0, 0, 0, ACT_NONE, 2},
+    {"in place: 3x3 pad 1, 261 wide", 2, 40, 257, 261, 3, 3, 1, 1, 1, 1, 1, ACT_SILU, 1, 1},
+    {"in place: 3x3 stride 2 pad 1 (a stem)", 3, 32, 300, 301, 3, 3, 1, 1, 1, 1, 1, ACT_RELU, 2, 1},
+    {"in place: 5x5 dilation 2, pads 0,3,2,1", 2, 33, 256, 259, 5, 5, 2, 0, 3, 2, 1, ACT_CLIP, 1, 1},
+    {"in place: 7x7 stride 2 pads 3,2,1,3, odd", 3, 32, 257, 263, 7, 7, 1, 3, 2, 1, 3, ACT_LEAKY, 2, 1},
+    {"in place: 3x3 pad 1, 24 wide (a strip in place)", 2, 32, 3000, 24, 3, 3, 1, 1, 1, 1, 1, ACT_NONE, 1, 1},
+    {"3x3 pad 1, 10 wide, 7000 high (the frame would be all)", 2, 32, 7000, 10, 3, 3, 1, 1, 1, 1, 1, ACT_NONE, 1, 0},
+    {"5x5 pad 2, 9 wide, 8000 high (no strip in place)", 1, 32, 8000, 9, 5, 5, 1, 2, 2, 2, 2, ACT_NONE, 1, 0},
 };
 
 static void test_px_bits(void)
@@ -379,6 +391,17 @@ static void test_px_bits(void)
         int64_t need = fconv_px_floats(&g, t->m);
         if (!need) continue;
         int64_t k = t->c * t->kh * t->kw;
+        /* never more scratch than a padded copy of the whole input (stride
+         * phases rounded up) and the weights; read in place, less than the
+         * input and the weights */
+        int64_t packed = (t->m + 31) / 32 * 32 * k + 16;
+        int64_t whole = t->c * (t->h + t->pt + t->pb + s) * (t->w + t->pl + t->pr + s) + packed;
+        if (need > whole || (need < t->c * t->h * t->w + packed) != t->in_place) {
+            diag("fconv_px %s: scratch %lld floats (a whole copy %lld, the input %lld): %s in place", t->name,
+                 (long long)need, (long long)whole, (long long)(t->c * t->h * t->w), t->in_place ? "not" : "read");
+            compared++;
+            continue;
+        }
         float *x = random_floats(t->c * t->h * t->w), *w = random_floats(t->m * k), *bias = random_floats(t->m);
         float *y1 = random_floats(t->m * oh * ow), *y2 = random_floats(t->m * oh * ow), *scratch = malloc((size_t)need * sizeof *scratch);
         fgemm_epi_t e = {bias, t->act, t->act == ACT_LEAKY ? 0.2f : -0.5f, 0.5f, NULL};
