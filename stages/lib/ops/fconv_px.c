@@ -51,8 +51,8 @@
  * (pixel (r_at, c_at) at at), and step p of k reads koff[p] past the
  * anchor. Either the input itself (r_at = c_at = 0, rstep = sh w, cstep =
  * sw) or a band (r_at = ra, c_at = ca): a zero-padded copy
- * (buf) of input rows [r0, r0 + rows), columns [c0, c0 + cols) of every
- * channel, split into its sh x sw stride phases (phase (py, px) holding
+ * (buf) of input rows and columns from (r0, c0) on, of every channel,
+ * split into its sh x sw stride phases (phase (py, px) holding
  * band element (sh i + py, sw j + px) at (i, j) of a ph x pw plane), so
  * that the 8 pixels of a strip read 8 consecutive floats whatever the
  * stride (rstep = pw, cstep = 1). */
@@ -60,7 +60,7 @@ typedef struct px_src {
     const float *at;
     float *buf;
     int64_t ra, rb, ca, cb, r_at, c_at, rstep, cstep;
-    int64_t r0, c0, rows, cols, ph, pw;
+    int64_t r0, c0, ph, pw;
     int32_t *koff;
 } px_src_t;
 
@@ -100,16 +100,22 @@ static px_src_t band_of(const fconv_geom_t *g, int64_t ra, int64_t rb, int64_t c
     px_src_t b = {.ra = ra, .rb = rb, .ca = ca, .cb = cb, .r_at = ra, .c_at = ca, .cstep = 1};
     b.r0 = g->sh * ra + lo_r;
     b.c0 = g->sw * ca + lo_c;
-    b.rows = g->sh * (rb - 1) + hi_r + 1 - b.r0;
-    b.cols = g->sw * (cb - 1) + hi_c + 1 - b.c0;
-    b.ph = ceil_div(b.rows, g->sh);
-    b.pw = ceil_div(b.cols, g->sw);
+    b.ph = ceil_div(g->sh * (rb - 1) + hi_r + 1 - b.r0, g->sh);   /* input rows [r0, ...), as phase rows */
+    b.pw = ceil_div(g->sw * (cb - 1) + hi_c + 1 - b.c0, g->sw);
     b.rstep = b.pw;
     return b;
 }
 
 /* Floats per channel of a band. */
 static int64_t band_plane(const fconv_geom_t *g, const px_src_t *b) { return (int64_t)g->sh * g->sw * b->ph * b->pw; }
+
+/* The plan of one band for the whole output, no pixel in place. */
+static void plan_whole(const fconv_geom_t *g, px_plan_t *pl)
+{
+    pl->band[0] = band_of(g, 0, g->oh, 0, g->ow);
+    pl->nbands = 1;
+    pl->in.rb = pl->in.ra;
+}
 
 /* The output's pixels read in place -- windows inside the input: rows
  * [r_lo, r_hi), and there the strips of PX_PIX pixels inside columns
@@ -130,13 +136,12 @@ static void plan_of(const fconv_geom_t *g, px_plan_t *pl)
     int64_t left_end = clamp64(ceil_div(o_lo, PX_PIX) * PX_PIX, 0, g->ow);
     int64_t right_start = o_hi < g->ow ? o_hi / PX_PIX * PX_PIX : g->ow;
     pl->in = (px_src_t){.ra = r_lo, .rb = r_hi, .ca = left_end, .cb = right_start, .rstep = g->sh * g->w,
-                        .cstep = g->sw, .rows = g->h, .cols = g->w};
+                        .cstep = g->sw};
     pl->nbands = 0;
     int framed = r_lo > 0 || r_hi < g->oh || left_end > 0 || right_start < g->ow;
     int large = g->h * g->w >= INPLACE_MIN_PLANE;
     if (r_lo >= r_hi || left_end > right_start || !(large || (!framed && g->sh == 1 && g->sw == 1))) {
-        pl->band[pl->nbands++] = band_of(g, 0, g->oh, 0, g->ow);
-        pl->in.rb = pl->in.ra;   /* no pixel in place */
+        plan_whole(g, pl);
         return;
     }
     if (r_lo > 0) pl->band[pl->nbands++] = band_of(g, 0, r_lo, 0, g->ow);
@@ -147,11 +152,7 @@ static void plan_of(const fconv_geom_t *g, px_plan_t *pl)
     px_src_t whole = band_of(g, 0, g->oh, 0, g->ow);
     int64_t frame = 0;
     for (int i = 0; i < pl->nbands; i++) frame += band_plane(g, &pl->band[i]);
-    if (frame >= band_plane(g, &whole)) {
-        pl->nbands = 1;
-        pl->band[0] = whole;
-        pl->in.rb = pl->in.ra;
-    }
+    if (frame >= band_plane(g, &whole)) plan_whole(g, pl);
 }
 
 /* 1 where every offset from a window's anchor fits the int32 koff: the
