@@ -141,6 +141,43 @@ static void test_threads(void)
     free(a); free(b); free(bv); free(c1); free(c3);
 }
 
+/* fgemm_kept: B packed whole (more than 256 rows) is kept in the slot on
+ * the first call and used by the next ones, which then ignore the (zeroed)
+ * B they are given, at any row count; with few rows nothing is kept. The
+ * same bits as fgemm_ref throughout, packed on 1 thread or on 3. */
+static void test_gemm_kept(void)
+{
+    static const int64_t shapes[][4] = {{300, 70, 40, 1}, {261, 45, 300, 3}, {257, 32, 256, 1}, {256, 70, 40, 1}};
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        int64_t m = shapes[i][0], n = shapes[i][1], k = shapes[i][2], ldb = n + 3;
+        float *a = random_floats(m * k), *b = random_floats(k * ldb), *b0 = calloc((size_t)(k * ldb), sizeof *b0);
+        float *want = malloc((size_t)(m * n) * sizeof *want), *got = malloc((size_t)(m * n) * sizeof *got);
+        fgemm_epi_t e = {NULL, ACT_RELU, 0, 0, b + k * ldb - n};   /* a column bias: B's last row */
+        fgemm_ref(m, n, k, a, k, b, ldb, want, n, &e);
+        size_t bytes = (size_t)(m * n) * sizeof *got;
+        void *slot = NULL;
+        pool_set_threads((int)shapes[i][3]);
+        fgemm_kept(m, n, k, a, k, b, ldb, got, n, &e, &slot);
+        int first = !memcmp(want, got, bytes), kept = slot != NULL, later = 1;
+        if (kept) {   /* B zeroed: only the kept pack can give the product */
+            fgemm_epi_t e0 = e;
+            float *cb = malloc((size_t)n * sizeof *cb);
+            memcpy(cb, e.col_bias, (size_t)n * sizeof *cb);
+            e0.col_bias = cb;
+            fgemm_kept(m, n, k, a, k, b0, ldb, got, n, &e0, &slot);
+            later = !memcmp(want, got, bytes);
+            fgemm_kept(8, n, k, a, k, b0, ldb, got, n, &e0, &slot);   /* a later call with one tile of rows */
+            later = later && !memcmp(want, got, (size_t)(8 * n) * sizeof *got);
+            free(cb);
+        }
+        pool_set_threads(1);
+        ok(first && later && kept == (m > 256),
+           "fgemm_kept %lldx%lldx%lld on %d threads: same bits as the C chain first %d, then from the kept pack %d "
+           "(kept: %d)", (long long)m, (long long)n, (long long)k, (int)shapes[i][3], first, later, kept);
+        free(slot); free(a); free(b); free(b0); free(want); free(got);
+    }
+}
+
 /* Conv 2-D through node_run with a fused activation, against a direct loop. */
 /* Runs a node into y with the AVX-512 kernels on or off. */
 static int run_with_kernel(tnode_t *t, const tensor_t *const *in, tensor_t *y, int kernel_on, const char *name)
@@ -442,6 +479,7 @@ static void checks_at_level(void)
     test_gemm_shapes();
     test_epilogue_specials();
     test_threads();
+    test_gemm_kept();
     test_conv_fused();
     test_pools();
 }

@@ -13,6 +13,7 @@
  *
  * Splitting k into blocks keeps every element one FMA chain in order: the
  * partial sums go to C as float32 and come back unchanged. */
+#include <assert.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -31,8 +32,10 @@
  * (TILE_M_MAX) and the pool gets its tasks (at least MIN_TASKS: balanced
  * on two threads) by cutting the columns finer, the strips spread evenly
  * over the tiles; rows are cut only where there are too few strips. Where
- * B is packed once for the whole product (small B, many rows) a task takes
- * TILE_M_MIN rows. The cut depends on the shape only, never on --threads. */
+ * B is packed once for the whole product (small B, many rows; a MatMul's
+ * constant B, its weights, packed at its first run and kept: fgemm_kept) a
+ * task takes TILE_M_MIN rows. The cut depends on the shape only, never on
+ * --threads. */
 #define TILE_M_MIN 64
 #define TILE_M_MAX 256
 #define TILE_STRIPS 8   /* strips per tile at most, where the tasks are many anyway */
@@ -200,29 +203,71 @@ static void fgemm_tile(void *ctx, int64_t t)
     }
 }
 
-void fgemm(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const float *b, int64_t ldb, float *c,
-           int64_t ldc, const fgemm_epi_t *epi)
+/* B packed whole: strip s (32 columns, the last one zero-padded) at
+ * s * k * 32, 64-byte aligned; kept across calls in a cache slot with the
+ * n and k it is for. */
+typedef struct b_packed {
+    int64_t n, k;
+    _Alignas(64) float p[];
+} b_packed_t;
+
+typedef struct pack_job { const float *b; int64_t ldb, n, k; float *dst; } pack_job_t;
+
+/* Task s: strip s of B. */
+static void pack_strip(void *ctx, int64_t s)
+{
+    const pack_job_t *j = ctx;
+    fgemm_arch()->pack_b(j->b + s * 32, j->ldb, j->k, j->n - s * 32 < 32 ? (int)(j->n - s * 32) : 32,
+                         j->dst + s * j->k * 32);
+}
+
+/* B packed whole into a new b_packed_t (NULL where it cannot be had). */
+static b_packed_t *pack_whole(const float *b, int64_t ldb, int64_t n, int64_t k)
+{
+    int64_t strips = (n + 31) / 32;
+    size_t bytes = sizeof(b_packed_t) + (size_t)(strips * 32 * k) * sizeof(float);
+    b_packed_t *bp = aligned_alloc(64, (bytes + 63) / 64 * 64);
+    if (!bp) return NULL;
+    bp->n = n;
+    bp->k = k;
+    pack_job_t j = {b, ldb, n, k, bp->p};
+    pool_for(strips, pack_strip, &j);
+    return bp;
+}
+
+void fgemm_kept(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const float *b, int64_t ldb, float *c,
+                int64_t ldc, const fgemm_epi_t *epi, void **cache)
 {
     if (m <= 0 || n <= 0) return;
     int64_t strips = (n + 31) / 32;
     fgemm_job_t j = {m, n, k, lda, ldb, ldc, tiling_of(m, n, TILE_M_MAX), a, b, NULL, c, {0}};
     if (epi) j.e = *epi;
-    void *raw = NULL;
-    if (m > TILE_M_MAX && k > 0 && strips * 32 * k <= PREPACK_MAX) {
+    b_packed_t *own = NULL, *kept = cache ? *cache : NULL;
+    assert(!kept || (kept->n == n && kept->k == k));   /* one node's constant B */
+    if (!kept && m > TILE_M_MAX && k > 0 && strips * 32 * k <= PREPACK_MAX) {
         /* the rows span several tiles, each of which would pack the same
-         * strips: pack them once (64-byte aligned). With one tile of rows
-         * every strip is packed once anyway, into L1, and a packed copy of
-         * the whole of B would only go through memory (1x1 convolutions:
-         * measured 2-9% slower alone, 2.2% on the 640 model) */
-        raw = xmalloc((size_t)(strips * 32 * k) * sizeof(float) + 63);
-        float *bpack = (float *)(((uintptr_t)raw + 63) & ~(uintptr_t)63);
-        for (int64_t s = 0; s < strips; s++)
-            fgemm_arch()->pack_b(b + s * 32, ldb, k, n - s * 32 < 32 ? (int)(n - s * 32) : 32, bpack + s * k * 32);
-        j.bpack = bpack;
+         * strips: pack them once. With one tile of rows every strip is
+         * packed once anyway, into L1, and a packed copy of the whole of
+         * B would only go through memory (1x1 convolutions: measured 2-9%
+         * slower alone, 2.2% on the 640 model) -- unless it is kept */
+        own = kept = pack_whole(b, ldb, n, k);
+        if (cache && kept) {
+            *cache = kept;
+            own = NULL;
+        }
+    }
+    if (kept) {
+        j.bpack = kept->p;
         j.tiles = tiling_of(m, n, TILE_M_MIN);
     }
     pool_for(task_count(&j.tiles, m), fgemm_tile, &j);
-    free(raw);
+    free(own);
+}
+
+void fgemm(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const float *b, int64_t ldb, float *c,
+           int64_t ldc, const fgemm_epi_t *epi)
+{
+    fgemm_kept(m, n, k, a, lda, b, ldb, c, ldc, epi, NULL);
 }
 
 struct tap_layout;

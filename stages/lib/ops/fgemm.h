@@ -36,6 +36,11 @@ int fgemm_epi_act(fgemm_epi_t *e, const struct node *n);
  * at the instruction set util/isa.h says; the bits are fgemm_ref's. */
 void fgemm(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const float *b, int64_t ldb, float *c,
            int64_t ldc, const fgemm_epi_t *epi);
+/* The same with B constant across calls (a MatMul's weights): cache is
+ * NULL, or a slot kept across calls with the same B (op_ctx_t's cache),
+ * where B is kept packed from the first call that packs all of it. */
+void fgemm_kept(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const float *b, int64_t ldb, float *c,
+                int64_t ldc, const fgemm_epi_t *epi, void **cache);
 
 /* A 2-D convolution as an implicit GEMM (no column buffer): for output
  * channel i < m and output position (r, o), r < oh, o < ow,

@@ -196,12 +196,14 @@ int matmul_run(op_ctx_t *c)
     const char *ad = a->data, *bd = b->data;
     char *yd = c->out[0]->data;
     int one_gemm = p.bbatch == 1 && p.abatch == p.nbatch;   /* B shared, A not broadcast: all rows at once */
-    if (one_gemm && a->dtype == DT_FLOAT && (bias || c->node->act) && fgemm_available()) {
-        /* bias and activation in the kernel's epilogue */
+    if (one_gemm && a->dtype == DT_FLOAT && fgemm_available()) {
+        /* bias and activation in the kernel's epilogue; B (the weights,
+         * where c->cache is given) packed once and kept */
         fgemm_epi_t epi = {0};
         epi.col_bias = bias ? bias->data : NULL;
         c->act_done = fgemm_epi_act(&epi, c->node);
-        fgemm(p.nbatch * p.m, p.n, p.k, (const float *)ad, p.k, (const float *)bd, p.n, (float *)yd, p.n, &epi);
+        fgemm_kept(p.nbatch * p.m, p.n, p.k, (const float *)ad, p.k, (const float *)bd, p.n, (float *)yd, p.n, &epi,
+                   c->cache);
         return 0;
     }
     int rc = one_gemm ? matmul_batch(c, &p, ad, bd, yd, p.nbatch * p.m) : matmul_batches(c, &p, ad, bd, yd);
