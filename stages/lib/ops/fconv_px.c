@@ -166,20 +166,27 @@ static int offsets_fit(const fconv_geom_t *g, const px_src_t *s, int in_place)
     return g->cin * g->h * g->w + reach_r * g->w + reach_c <= INT32_MAX;
 }
 
-int64_t fconv_px_floats(const fconv_geom_t *g, int64_t m)
+/* The plan into *pl and the scratch floats it needs, or 0 where the tile
+ * does not apply. */
+static int64_t plan_floats(const fconv_geom_t *g, int64_t m, px_plan_t *pl)
 {
     if (!fgemm_arch()->tile_px || g->sh > 2 || g->sw > 2 || m < 1) return 0;
     if (g->oh * g->ow < 1024) return 0;   /* small planes: packing the weights would not pay (see fconv_rows) */
-    px_plan_t pl;
-    plan_of(g, &pl);
-    if (!offsets_fit(g, &pl.in, 1)) return 0;
+    plan_of(g, pl);
+    if (!offsets_fit(g, &pl->in, 1)) return 0;
     int64_t n = 0;
-    for (int i = 0; i < pl.nbands; i++) {
-        if (!offsets_fit(g, &pl.band[i], 0)) return 0;
-        n += g->cin * band_plane(g, &pl.band[i]);
+    for (int i = 0; i < pl->nbands; i++) {
+        if (!offsets_fit(g, &pl->band[i], 0)) return 0;
+        n += g->cin * band_plane(g, &pl->band[i]);
     }
     int64_t k = g->cin * g->kh * g->kw, blocks = (m + PX_OC - 1) / PX_OC;
     return n + blocks * k * PX_OC + 16;
+}
+
+int64_t fconv_px_floats(const fconv_geom_t *g, int64_t m)
+{
+    px_plan_t pl;
+    return plan_floats(g, m, &pl);
 }
 
 typedef struct px_job {
@@ -307,9 +314,8 @@ typedef struct px_packed {
 int fconv_px(int64_t m, const fconv_geom_t *g, const float *w, const float *x, float *y, const fgemm_epi_t *epi,
              float *scratch, void **cache)
 {
-    if (!fconv_px_floats(g, m)) return -1;
     px_job_t j = {.g = g, .x = x, .w = w, .y = y, .m = m};
-    plan_of(g, &j.plan);
+    if (!plan_floats(g, m, &j.plan)) return -1;
     j.k = g->cin * g->kh * g->kw;
     j.blocks = (m + PX_OC - 1) / PX_OC;
     if (epi) j.e = *epi;
