@@ -14,12 +14,11 @@
 
 #define KT __attribute__((target("avx512f")))
 
-/* The activations other than Relu, out of line (one call per accumulator
- * is small beside Sigmoid's exp): the same formulas as the LeakyRelu and
+/* The activations other than Relu: the same formulas as the LeakyRelu and
  * Clip kernels (NaN passes through; -0 stays -0), and Sigmoid and SiLU as
  * vm_sigmoid_f32 and the Mul compute them (vmath_avx512.h: the scalar
  * function's bits), in registers rather than on the stored tile. */
-KT static __attribute__((noinline)) __m512 finish_act(__m512 x, const fgemm_epi_t *e)
+KT static inline __attribute__((always_inline)) __m512 finish_act(__m512 x, const fgemm_epi_t *e)
 {
     __m512 zero = _mm512_setzero_ps();
     switch (e->act) {
@@ -40,19 +39,40 @@ KT static __attribute__((noinline)) __m512 finish_act(__m512 x, const fgemm_epi_
     }
 }
 
-/* Bias (row, then column), then the activation: inline for none and Relu
- * (the Relu kernel's formula), the activations of most convolutions -- a
- * call per accumulator cost the short-k tiles (1x1 convolutions) ~5%. */
+/* The other activations, applied to a tile's n accumulators in one loop
+ * after finish: their chains (Sigmoid's exp, a division) are independent
+ * and overlap there. A call per accumulator instead spilled the other
+ * accumulators around every call and ran the chains one after another. */
+KT static __attribute__((noinline)) void act_block(__m512 *v, int n, const fgemm_epi_t *e)
+{
+    for (int i = 0; i < n; i++) v[i] = finish_act(v[i], e);
+}
+
+static inline int act_deferred(const fgemm_epi_t *e) { return e->act != ACT_NONE && e->act != ACT_RELU; }
+
+/* Bias (row, then column), then the activation if it is none or Relu (the
+ * Relu kernel's formula), the activations of most convolutions; any other
+ * is left to act_block. */
 KT static inline __attribute__((always_inline)) __m512 finish(__m512 x, __m512 bias, __m512 col_bias,
                                                               const fgemm_epi_t *e)
 {
     if (e->bias) x = _mm512_add_ps(x, bias);
     if (e->col_bias) x = _mm512_add_ps(x, col_bias);
-    if (e->act == ACT_NONE) return x;
     __m512 zero = _mm512_setzero_ps();
     if (e->act == ACT_RELU) return _mm512_mask_mov_ps(x, _mm512_cmp_ps_mask(x, zero, _CMP_LT_OQ), zero);
-    return finish_act(x, e);
+    return x;
 }
+
+/* act_block over the 16 accumulators c00, c01, c10, ... (n of them, in
+ * that order) where the activation is one it does. */
+#define TILE_ACT(n)                                                                                \
+    if (act_deferred(e)) {                                                                         \
+        __m512 v[16] = {c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51, c60, c61, c70, c71}; \
+        act_block(v, n, e);                                                                        \
+        c00 = v[0], c01 = v[1], c10 = v[2], c11 = v[3], c20 = v[4], c21 = v[5], c30 = v[6];        \
+        c31 = v[7], c40 = v[8], c41 = v[9], c50 = v[10], c51 = v[11], c60 = v[12], c61 = v[13];    \
+        c70 = v[14], c71 = v[15];                                                                  \
+    }
 
 /* The 8 x 32 register tile, written once for both kernels: 16
  * accumulators (zero, or the partial sums in C when this is not the first
@@ -90,13 +110,16 @@ KT static inline __attribute__((always_inline)) __m512 finish(__m512 x, __m512 b
     const float *a7 = a + (7 < mr ? 7 : mr - 1) * lda
 #define A_INPLACE(r) a##r[p]
 #define PX(r) p##r[o]
+/* Rows past mr are finished too (never stored; the bias of row mr-1). */
+#define ROW_FINISH(r)                                                        \
+    {                                                                        \
+        __m512 bv = _mm512_set1_ps(bias ? bias[r < mr ? r : mr - 1] : 0.0f); \
+        c##r##0 = finish(c##r##0, bv, cb0, e);                               \
+        c##r##1 = finish(c##r##1, bv, cb1, e);                               \
+    }
+#define TILE_FINISH ROW_FINISH(0) ROW_FINISH(1) ROW_FINISH(2) ROW_FINISH(3) ROW_FINISH(4) ROW_FINISH(5) ROW_FINISH(6) ROW_FINISH(7)
 #define ROW_STORE(r)                                                                   \
     if (r < mr) {                                                                      \
-        if (last) {                                                                    \
-            __m512 bv = _mm512_set1_ps(bias ? bias[r] : 0.0f);                         \
-            c##r##0 = finish(c##r##0, bv, cb0, e);                                     \
-            c##r##1 = finish(c##r##1, bv, cb1, e);                                     \
-        }                                                                              \
         _mm512_mask_storeu_ps(c + r * ldc, s0, c##r##0);                               \
         if (s1) _mm512_mask_storeu_ps(c + r * ldc + 16, s1, c##r##1);                  \
     }
@@ -121,6 +144,10 @@ KT static void kernel_8x32(int64_t kc, const float *a, int64_t lda, int mr, cons
     if (!first) { TILE_LOAD }
     for (int64_t p = 0; p < kc; p++, bp += 32) TILE_STEP(bp, A_INPLACE);
     TILE_COL_BIAS;
+    if (last) {
+        TILE_FINISH
+        TILE_ACT(2 * mr)
+    }
     TILE_STORE
 }
 
@@ -147,11 +174,9 @@ KT static void pack_b(const float *b, int64_t ldb, int64_t kc, int nr, float *ds
     c##r##0 = _mm512_fmadd_ps(t, b0, c##r##0);
 #define ROW_LOAD16(r) \
     if (r < mr) c##r##0 = _mm512_maskz_loadu_ps(s0, c + r * ldc);
-#define ROW_STORE16(r)                                                 \
-    if (r < mr) {                                                      \
-        if (last) c##r##0 = finish(c##r##0, _mm512_set1_ps(bias ? bias[r] : 0.0f), cb0, e); \
-        _mm512_mask_storeu_ps(c + r * ldc, s0, c##r##0);               \
-    }
+#define ROW_FINISH16(r) c##r##0 = finish(c##r##0, _mm512_set1_ps(bias ? bias[r < mr ? r : mr - 1] : 0.0f), cb0, e);
+#define ROW_STORE16(r) \
+    if (r < mr) _mm512_mask_storeu_ps(c + r * ldc, s0, c##r##0);
 
 KT static void kernel_8x16(int64_t kc, const float *a, int64_t lda, int mr, const float *bp, int nr, float *c,
                            int64_t ldc, int first, int last, const float *bias, const float *cbias,
@@ -169,6 +194,15 @@ KT static void kernel_8x16(int64_t kc, const float *a, int64_t lda, int mr, cons
         ROW_FMA16(4, A_INPLACE) ROW_FMA16(5, A_INPLACE) ROW_FMA16(6, A_INPLACE) ROW_FMA16(7, A_INPLACE)
     }
     __m512 cb0 = cbias ? _mm512_maskz_loadu_ps(s0, cbias) : _mm512_setzero_ps();
+    if (last) {
+        ROW_FINISH16(0) ROW_FINISH16(1) ROW_FINISH16(2) ROW_FINISH16(3) ROW_FINISH16(4) ROW_FINISH16(5)
+        ROW_FINISH16(6) ROW_FINISH16(7)
+        if (act_deferred(e)) {
+            __m512 v[8] = {c00, c10, c20, c30, c40, c50, c60, c70};
+            act_block(v, mr, e);
+            c00 = v[0], c10 = v[1], c20 = v[2], c30 = v[3], c40 = v[4], c50 = v[5], c60 = v[6], c70 = v[7];
+        }
+    }
     ROW_STORE16(0) ROW_STORE16(1) ROW_STORE16(2) ROW_STORE16(3) ROW_STORE16(4) ROW_STORE16(5) ROW_STORE16(6)
     ROW_STORE16(7)
 }
@@ -282,6 +316,7 @@ KT static void tile_px_avx512(int64_t k, const float *const *px, const int32_t *
     c50 = finish(c50, bv0, zero, e); c51 = finish(c51, bv1, zero, e);
     c60 = finish(c60, bv0, zero, e); c61 = finish(c61, bv1, zero, e);
     c70 = finish(c70, bv0, zero, e); c71 = finish(c71, bv1, zero, e);
+    TILE_ACT(16)
     __mmask16 pix = (__mmask16)((1u << npix) - 1);
     int n0 = noc < 8 ? noc : 8, n1 = noc - 8 < 8 ? noc - 8 : 8, n2 = noc - 16 < 8 ? noc - 16 : 8;
     int n3 = noc - 24 < 8 ? noc - 24 : 8;
