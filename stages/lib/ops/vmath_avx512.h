@@ -2,9 +2,10 @@
  * array forms and fgemm_avx512.c's tile epilogue (Sigmoid and SiLU applied
  * in registers). A transcription of the scalar code in vmath.c, as the AVX2
  * form is: fmaf for each vfmadd, MINPS/MAXPS operand order for the clamps,
- * the same integer bit tricks, a NaN input returned quieted; so every lane
- * has the scalar function's bits (tests/unit/vmath.c). Include it from
- * x86-64 code only. */
+ * the same integer bit tricks (but one VSCALEFPS for the scaling by 2^k:
+ * see v16_exp_clamped), a NaN input returned quieted; so every lane has
+ * the scalar function's bits (tests/unit/vmath.c). Include it from x86-64
+ * code only. */
 #ifndef PARITY_VMATH_AVX512_H
 #define PARITY_VMATH_AVX512_H
 
