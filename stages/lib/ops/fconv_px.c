@@ -304,13 +304,6 @@ static void px_row(void *ctx, int64_t r)
     }
 }
 
-/* The packed weights kept in a cache slot: for which m and k they are,
- * then the panels at a 64-byte boundary. */
-typedef struct px_packed {
-    int64_t m, k;
-    _Alignas(64) float wp[];
-} px_packed_t;
-
 int fconv_px(int64_t m, const fconv_geom_t *g, const float *w, const float *x, float *y, const fgemm_epi_t *epi,
              float *scratch, void **cache)
 {
@@ -328,18 +321,15 @@ int fconv_px(int64_t m, const fconv_geom_t *g, const float *w, const float *x, f
         at += g->cin * band_plane(g, b);
     }
     j.wp = (float *)(((uintptr_t)at + 63) & ~(uintptr_t)63);
-    px_packed_t *kept = cache ? *cache : NULL;
+    fgemm_packed_t *kept = cache ? *cache : NULL;
     int pack = !kept;   /* into the scratch, or into a slot met empty */
     if (cache && !kept) {
-        size_t bytes = sizeof *kept + (size_t)(j.blocks * j.k * PX_OC) * sizeof(float);
-        kept = aligned_alloc(64, (bytes + 63) / 64 * 64);
+        kept = fgemm_packed_new(m, j.k, j.blocks * j.k * PX_OC);
         if (!kept) return -1;   /* the plain path runs instead */
-        kept->m = m;
-        kept->k = j.k;
         *cache = kept;
     }
-    assert(!kept || (kept->m == m && kept->k == j.k));   /* one node's constant weights */
-    if (kept) j.wp = kept->wp;
+    assert(!kept || (kept->rows == m && kept->k == j.k));   /* one node's constant weights */
+    if (kept) j.wp = kept->p;
     if (pack) pool_for(j.blocks, pack_block, &j);
     j.plan.in.koff = koff_of(g, &j.plan.in, 1);
     for (int i = 0; i < j.plan.nbands; i++) j.plan.band[i].koff = koff_of(g, &j.plan.band[i], 0);

@@ -203,13 +203,15 @@ static void fgemm_tile(void *ctx, int64_t t)
     }
 }
 
-/* B packed whole: strip s (32 columns, the last one zero-padded) at
- * s * k * 32, 64-byte aligned; kept across calls in a cache slot with the
- * n and k it is for. */
-typedef struct b_packed {
-    int64_t n, k;
-    _Alignas(64) float p[];
-} b_packed_t;
+fgemm_packed_t *fgemm_packed_new(int64_t rows, int64_t k, int64_t floats)
+{
+    size_t bytes = sizeof(fgemm_packed_t) + (size_t)floats * sizeof(float);
+    fgemm_packed_t *kp = aligned_alloc(64, (bytes + 63) / 64 * 64);
+    if (!kp) return NULL;
+    kp->rows = rows;
+    kp->k = k;
+    return kp;
+}
 
 typedef struct pack_job { const float *b; int64_t ldb, n, k; float *dst; } pack_job_t;
 
@@ -221,15 +223,13 @@ static void pack_strip(void *ctx, int64_t s)
                          j->dst + s * j->k * 32);
 }
 
-/* B packed whole into a new b_packed_t (NULL where it cannot be had). */
-static b_packed_t *pack_whole(const float *b, int64_t ldb, int64_t n, int64_t k)
+/* B packed whole, strip s (32 columns, the last one zero-padded) at s * k
+ * * 32, into a new fgemm_packed_t (NULL where it cannot be had). */
+static fgemm_packed_t *pack_whole(const float *b, int64_t ldb, int64_t n, int64_t k)
 {
     int64_t strips = (n + 31) / 32;
-    size_t bytes = sizeof(b_packed_t) + (size_t)(strips * 32 * k) * sizeof(float);
-    b_packed_t *bp = aligned_alloc(64, (bytes + 63) / 64 * 64);
+    fgemm_packed_t *bp = fgemm_packed_new(n, k, strips * 32 * k);
     if (!bp) return NULL;
-    bp->n = n;
-    bp->k = k;
     pack_job_t j = {b, ldb, n, k, bp->p};
     pool_for(strips, pack_strip, &j);
     return bp;
@@ -242,8 +242,8 @@ void fgemm_kept(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, co
     int64_t strips = (n + 31) / 32;
     fgemm_job_t j = {m, n, k, lda, ldb, ldc, tiling_of(m, n, TILE_M_MAX), a, b, NULL, c, {0}};
     if (epi) j.e = *epi;
-    b_packed_t *own = NULL, *kept = cache ? *cache : NULL;
-    assert(!kept || (kept->n == n && kept->k == k));   /* one node's constant B */
+    fgemm_packed_t *own = NULL, *kept = cache ? *cache : NULL;
+    assert(!kept || (kept->rows == n && kept->k == k));   /* one node's constant B */
     if (!kept && m > TILE_M_MAX && k > 0 && strips * 32 * k <= PREPACK_MAX) {
         /* the rows span several tiles, each of which would pack the same
          * strips: pack them once. With one tile of rows every strip is

@@ -59,6 +59,17 @@ const fgemm_arch_t *fgemm_arch(void);
  * of C; nothing for other activations. */
 void fgemm_tile_sigmoid(float *c, int64_t ldc, int mr, int nr, const fgemm_epi_t *e);
 
+/* Packed panels kept across calls in a node's cache slot (a constant
+ * operand's: a MatMul's B, a convolution's weights): the rows (n or m) and
+ * k they are for, then the floats at a 64-byte boundary. */
+typedef struct fgemm_packed {
+    int64_t rows, k;
+    _Alignas(64) float p[];
+} fgemm_packed_t;
+/* A new one with room for floats, or NULL where it cannot be had (the
+ * caller then packs per call); free() releases it. */
+fgemm_packed_t *fgemm_packed_new(int64_t rows, int64_t k, int64_t floats);
+
 /* The epilogue of one element (row bias, column bias, activation), the
  * reference every set's vector form follows. */
 float fgemm_finish_one(float x, float bias, float col_bias, const fgemm_epi_t *e);
