@@ -14,6 +14,7 @@
 #include "tap.h"
 #include "bounds.h"
 #include "ops/fgemm.h"
+#include "ops/fgemm_impl.h"
 #include "util/pool.h"
 #include "nn_testutil.h"
 #include "isa_each.h"
@@ -91,12 +92,14 @@ static int check_gemm(int64_t m, int64_t n, int64_t k, int64_t pad, int act, int
 static void test_gemm_shapes(void)
 {
     /* tails on every side of the 8 x 32 tile and of the 64 x 256 task;
-     * k over one packed panel of 256 steps (partial sums through C); more
-     * than 256 rows: B packed whole once (with k over a panel too) */
+     * k over one packed panel of FG_KC steps (partial sums through C: one
+     * split, two and a tail, a whole second panel); more than 256 rows: B
+     * packed whole once (with k over a panel too) */
     static const int64_t shapes[][3] = {{1, 1, 1}, {8, 32, 5}, {7, 33, 9}, {9, 17, 27}, {3, 16, 0},
                                         {65, 257, 13}, {16, 300, 72}, {130, 40, 33}, {5, 1000, 3},
-                                        {20, 70, 600}, {65, 100, 513}, {9, 33, 256}, {3, 40, 257},
-                                        {300, 70, 40}, {261, 45, 300}};
+                                        {20, 70, 600}, {9, 33, FG_KC}, {3, 40, FG_KC + 1},
+                                        {10, 50, 2 * FG_KC + 97}, {17, 40, 2 * FG_KC},
+                                        {300, 70, 40}, {261, 45, 300}, {270, 40, FG_KC + 30}};
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
         for (int act = ACT_NONE; act <= ACT_LEAKY; act++)
             check_gemm(shapes[i][0], shapes[i][1], shapes[i][2], i % 3, act, (int)(i + act) % 4);
@@ -251,7 +254,7 @@ static void check_conv_act(const char *name, int64_t c, int64_t m, int64_t h, in
  *   input's; 32 output channels or more, 256 output positions or more):
  *   stride 2 with uneven pads, stride 3 with dilation 2, a 7x7 stride-2
  *   stem, 1x1 stride 2, no padding;
- * - 60 x 3 x 3 = 540 steps of k: three packed panels. */
+ * - 260 x 3 x 3 = 2340 steps of k: two packed panels (FG_KC is 2304). */
 typedef struct conv_case {
     const char *name;
     int64_t c, m, h, w, k, s, pads[4], dil;
@@ -268,7 +271,7 @@ static const conv_case_t geoms[] = {
     {"7x7 stride 2 stem", 3, 34, 40, 50, 7, 2, {3, 3, 3, 3}, 1, ACT_CLIP},
     {"1x1 stride 2", 9, 32, 32, 34, 1, 2, {0, 0, 0, 0}, 1, ACT_LEAKY},
     {"3x3 valid, rows narrower", 4, 36, 20, 45, 3, 1, {0, 0, 0, 0}, 1, ACT_NONE},
-    {"3x3, 60 channels", 60, 19, 12, 35, 3, 1, {1, 1, 1, 1}, 1, ACT_RELU},
+    {"3x3, 260 channels", 260, 19, 12, 35, 3, 1, {1, 1, 1, 1}, 1, ACT_RELU},
 };
 
 static void test_conv_fused(void)

@@ -1,7 +1,7 @@
 /* fgemm.c — parity's own float32 GEMM (see fgemm.h): the driver. C is cut
  * into tasks of rows x columns (by shape only, so the bits never depend on
  * --threads); each task packs a strip of 32 columns of B, KC steps of k at
- * a time, into a panel that stays in L1 while every 8-row block of its rows
+ * a time, into a panel that stays in L2 while every 8-row block of its rows
  * goes past it; the instruction set's kernel (fgemm_impl.h: AVX-512,
  * AVX2+FMA or portable C, picked by util/isa) computes the 8 x 32 tile.
  *
@@ -15,6 +15,7 @@
  * partial sums go to C as float32 and come back unchanged. */
 #include <assert.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include "ops/fgemm.h"
@@ -40,20 +41,63 @@
 #define TILE_M_MAX 256
 #define TILE_STRIPS 8   /* strips per tile at most, where the tasks are many anyway */
 #define MIN_TASKS 8
-/* Steps of k per packed panel: 256 x 32 floats = 32 KiB. */
+#define FEW_TASKS 64   /* below this many tasks, one task more for one thread shows */
+/* Steps of k per packed panel: 2304 x 32 floats = 288 KiB, in L2 -- all
+ * of k for every layer of a ResNet up to 256 channels in a 3x3 window.
+ * Panels of 256 steps (32 KiB, in L1) cost more in the partial sums' trips
+ * through C than they saved: 512-channel 3x3 layers ran 2% slower at one
+ * thread and 7% at two, 3x3 stride 2 and 1x1 with k = 512 1-2%, the AVX2
+ * kernels' 3x3 layers 2-3%; a whole 4608-step panel (576 KiB) was level
+ * at AVX-512 and 3-9% slower at AVX2. */
 #define KC FG_KC
 /* B packed whole, once per product, when it is at most this many floats
  * and the rows span more than one tile (a MatMul's weights against many
  * rows of activations). */
 #define PREPACK_MAX ((int64_t)1 << 20)
 
-/* Each thread's panel: KC steps of 32 floats, 64-byte aligned. */
-static _Thread_local float panel[KC * FG_NR] __attribute__((aligned(64)));
+/* Each thread's panel: KC steps of 32 floats, 64-byte aligned, made on
+ * the thread's first product, freed when the thread ends. Not a
+ * _Thread_local array: 288 KiB of static TLS moves every thread's stack,
+ * and that alone made the pixel tile's layers, which never touch the
+ * panel, 0.5-1.4% slower. */
+static _Thread_local float *panel_mem;
+static pthread_key_t panel_key;
+static pthread_once_t panel_once = PTHREAD_ONCE_INIT;
+
+static void panel_key_make(void) { pthread_key_create(&panel_key, free); }
+
+static float *thread_panel(void)
+{
+    if (!panel_mem) {
+        panel_mem = xmalloc_huge((size_t)KC * FG_NR * sizeof(float));
+        pthread_once(&panel_once, panel_key_make);
+        pthread_setspecific(panel_key, panel_mem);
+    }
+    return panel_mem;
+}
 
 /* How an m x n product is cut into tasks. */
 typedef struct tiling {
     int64_t tile_m, tiles_n, strips;
 } tiling_t;
+
+/* Column tiles rounded up so that the tasks are a multiple of MIN_TASKS
+ * where they are few: two, four or eight threads then take as many tasks
+ * each, and as many strips (they are spread evenly), instead of one task
+ * more for one of them (25 tasks of an 80x80 1x1 convolution: 13 against
+ * 12, 4% of the layer at two threads). Many tasks (a MatMul's 132 tiles of
+ * rows) keep one column tile: one more task is little there, and a second
+ * column tile would read the same rows of A twice. */
+static int64_t round_tasks(int64_t row_tiles, int64_t tiles_n)
+{
+    if (row_tiles * tiles_n >= FEW_TASKS) return tiles_n;
+    int64_t step = MIN_TASKS;
+    while (step > 1 && row_tiles % 2 == 0) {
+        row_tiles /= 2;
+        step /= 2;
+    }
+    return (tiles_n + step - 1) / step * step;
+}
 
 static tiling_t tiling_of(int64_t m, int64_t n, int64_t tile_m)
 {
@@ -62,6 +106,7 @@ static tiling_t tiling_of(int64_t m, int64_t n, int64_t tile_m)
         int64_t row_tiles = (m + t.tile_m - 1) / t.tile_m, want = (MIN_TASKS + row_tiles - 1) / row_tiles;
         int64_t fewest = (t.strips + TILE_STRIPS - 1) / TILE_STRIPS;
         t.tiles_n = want > fewest ? want : fewest;
+        t.tiles_n = round_tasks(row_tiles, t.tiles_n);
         if (t.tiles_n > t.strips) t.tiles_n = t.strips;
         if (row_tiles * t.tiles_n >= MIN_TASKS || t.tile_m <= TILE_M_MIN) return t;
         t.tile_m /= 2;
@@ -189,6 +234,7 @@ static void fgemm_tile(void *ctx, int64_t t)
         int nr = j1 - col < 32 ? (int)(j1 - col) : 32;
         for (int64_t p0 = 0; p0 < j->k || p0 == 0; p0 += KC) {
             int64_t kc = j->k - p0 < KC ? j->k - p0 : KC;
+            float *panel = thread_panel();
             const float *bp = panel;
             if (j->bpack) bp = j->bpack + (col / 32 * j->k + p0) * 32;
             else ar->pack_b(j->b + p0 * j->ldb + col, j->ldb, kc, nr, panel);
@@ -333,6 +379,7 @@ static void fconv_tile(void *ctx, int64_t t)
             for (int l = 0; l < nr; l++) base[l] = (int32_t)(col + l);
         for (int64_t p0 = 0; p0 < k || p0 == 0; p0 += KC) {
             int64_t kc = k - p0 < KC ? k - p0 : KC;
+            float *panel = thread_panel();
             ar->pack_taps(tl->x, tl->plane, taps, tl->tapoff, mk, base, tl->contiguous, p0, kc, panel);
             for (int64_t row = i0; row < i1; row += 8) {
                 int mr = i1 - row < 8 ? (int)(i1 - row) : 8;

@@ -16,7 +16,7 @@
 
 #define FG_MR 8
 #define FG_NR 32
-#define FG_KC 256
+#define FG_KC 2304
 
 typedef struct fgemm_arch {
     /* kc steps into the tile's rows [0, mr) and columns [0, nr); the
