@@ -396,8 +396,9 @@ static void run_cols(dtype_t dt, const nn_geom_t *g, int64_t channels, int64_t r
     nn_parallel(channels, per >= 65536 ? 1 : 65536 / (per ? per : 1), cols_channels, &j);
 }
 
-/* A 2-D convolution on the implicit-GEMM kernels, no column buffer: at
- * AVX-512 the pixel-broadcast tile (fconv_px.c) where the shape suits it,
+/* A 2-D convolution on the implicit-GEMM kernels, no column buffer: the
+ * pixel-broadcast tile (fconv_px.c) where the CPU's kernels have it and the
+ * shape suits it,
  * else fconv_rows, which packs the column matrix a strip at a time straight
  * from the input planes (strided convolutions first split the input into
  * its stride phases, in scratch, so their strips read consecutive

@@ -21,7 +21,8 @@
  * padding included, then the bias and the activation, as fgemm_ref and
  * every other kernel: the bits are those of fconv_rows at every
  * instruction set, wherever a pixel reads from (the tile exists at AVX-512
- * only; elsewhere conv.c keeps the packed path). */
+ * and AVX2, the latter up to the k its arch says; elsewhere conv.c keeps
+ * the packed path). */
 #include <assert.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -170,7 +171,9 @@ static int offsets_fit(const fconv_geom_t *g, const px_src_t *s, int in_place)
  * does not apply. */
 static int64_t plan_floats(const fconv_geom_t *g, int64_t m, px_plan_t *pl)
 {
-    if (!fgemm_arch()->tile_px || g->sh > 2 || g->sw > 2 || m < 1) return 0;
+    const fgemm_arch_t *ar = fgemm_arch();
+    if (!ar->tile_px || g->sh > 2 || g->sw > 2 || m < 1) return 0;
+    if (ar->px_max_k && g->cin * g->kh * g->kw > ar->px_max_k) return 0;
     if (g->oh * g->ow < 1024) return 0;   /* small planes: packing the weights would not pay (see fconv_rows) */
     plan_of(g, pl);
     if (!offsets_fit(g, &pl->in, 1)) return 0;

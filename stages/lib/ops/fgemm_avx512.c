@@ -332,25 +332,7 @@ KT static void tile_px_avx512(int64_t k, const float *const *px, const int32_t *
                   n3, pix);
 }
 
-/* fconv_px's weights of output channels [oc0, oc0 + 32), all m of them
- * present (w: row oc0, k floats per row), as k steps of 32: dst[32 p + c]
- * = w[c k + p]. Eight by eight register transposes; the last k % 8 steps
- * one by one. Moves bits only. */
-KT static void pack_px_avx512(const float *w, int64_t k, float *dst)
-{
-    int64_t p = 0;
-    for (; p + 8 <= k; p += 8)
-        for (int c = 0; c < 32; c += 8) {
-            __m256 r[8];
-            for (int i = 0; i < 8; i++) r[i] = _mm256_loadu_ps(w + (c + i) * k + p);
-            transpose8x8_ps(r);
-            for (int i = 0; i < 8; i++) _mm256_storeu_ps(dst + (p + i) * 32 + c, r[i]);
-        }
-    for (; p < k; p++)
-        for (int c = 0; c < 32; c++) dst[p * 32 + c] = w[c * k + p];
-}
-
 const fgemm_arch_t fgemm_arch_avx512 = {tile_avx512, pack_b, pack_taps, gather_even_avx512, tile_px_avx512, 1,
-                                        pack_px_avx512};
+                                        fgemm_pack_px_avx, 0};
 
 #endif

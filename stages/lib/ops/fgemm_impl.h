@@ -46,11 +46,17 @@ typedef struct fgemm_arch {
     /* fconv_px's packed weights of one whole block of 32 output channels
      * (see pack_block in fconv_px.c), or NULL (the plain loop packs). */
     void (*pack_px)(const float *w, int64_t k, float *dst);
+    /* The largest k (input channels x taps) where tile_px beats the packed
+     * path (measured), or 0: any. */
+    int64_t px_max_k;
 } fgemm_arch_t;
 
 extern const fgemm_arch_t fgemm_arch_generic;
 #if defined(__x86_64__) && defined(__GNUC__)
 extern const fgemm_arch_t fgemm_arch_avx2, fgemm_arch_avx512;
+/* fconv_px's packing of a whole block of 32 output channels' weights in
+ * AVX registers (fgemm_avx2.c), for both x86 sets. */
+void fgemm_pack_px_avx(const float *w, int64_t k, float *dst);
 #endif
 
 /* The kernels of the instruction set in use (util/isa.h). */
