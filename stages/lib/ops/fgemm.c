@@ -238,8 +238,8 @@ static void fgemm_tile(void *ctx, int64_t t)
             const float *bp = panel;
             if (j->bpack) bp = j->bpack + (col / 32 * j->k + p0) * 32;
             else ar->pack_b(j->b + p0 * j->ldb + col, j->ldb, kc, nr, panel);
-            for (int64_t row = i0; row < i1; row += 8) {
-                int mr = i1 - row < 8 ? (int)(i1 - row) : 8;
+            for (int64_t row = i0; row < i1; row += ar->mr) {
+                int mr = i1 - row < ar->mr ? (int)(i1 - row) : ar->mr;
                 ar->tile(kc, j->a + row * j->lda + p0, j->lda, mr, bp, nr, j->c + row * j->ldc + col, j->ldc,
                             p0 == 0, p0 + KC >= j->k, j->e.bias ? j->e.bias + row : NULL,
                             j->e.col_bias ? j->e.col_bias + col : NULL, &j->e);
@@ -381,8 +381,8 @@ static void fconv_tile(void *ctx, int64_t t)
             int64_t kc = k - p0 < KC ? k - p0 : KC;
             float *panel = thread_panel();
             ar->pack_taps(tl->x, tl->plane, taps, tl->tapoff, mk, base, tl->contiguous, p0, kc, panel);
-            for (int64_t row = i0; row < i1; row += 8) {
-                int mr = i1 - row < 8 ? (int)(i1 - row) : 8;
+            for (int64_t row = i0; row < i1; row += ar->mr) {
+                int mr = i1 - row < ar->mr ? (int)(i1 - row) : ar->mr;
                 ar->tile(kc, j->w + row * k + p0, k, mr, panel, nr, j->y + row * j->n + col, j->n, p0 == 0,
                          p0 + KC >= k, j->e.bias ? j->e.bias + row : NULL, NULL, &j->e);
                 if (p0 + KC >= k && sigmoid_act(&j->e)) tile_sigmoid(j->y + row * j->n + col, j->n, mr, nr, j->e.act);

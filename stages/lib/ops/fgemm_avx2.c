@@ -1,9 +1,10 @@
 /* fgemm_avx2.c — fgemm's kernels for AVX2+FMA (see fgemm_impl.h). AVX2 has
- * 16 ymm registers, too few for the 8 x 32 tile at once, so the tile runs
- * as up to four passes of 4 rows x 16 columns (8 accumulators, two loads
- * of B and four broadcasts of A per step of k). Each element of C is the
- * same FMA chain over k in order as in the AVX-512 and portable kernels,
- * then the same epilogue, so the bits are theirs. */
+ * 16 ymm registers, too few for an 8 x 32 tile at once: the GEMM tile is 6
+ * rows (the driver's blocks at this set) run as two passes of 16 columns
+ * (12 accumulators, two loads of B and six broadcasts of A per step of k),
+ * the pixel tile four passes of 4 pixels x 16 channels. Each element of C
+ * is the same FMA chain over k in order as in the AVX-512 and portable
+ * kernels, then the same epilogue, so the bits are theirs. */
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 #include "ops/fgemm_impl.h"
@@ -59,7 +60,7 @@ AT static inline __m256 finish(__m256 x, __m256 bias, __m256 col_bias, const fge
     }
 }
 
-/* One pass: rows [0, rn) (rn <= 4) and columns [0, cn) (cn <= 16) of the
+/* A pass's pieces: rows [0, rn) and columns [0, cn) (cn <= 16) of the
  * tile, whose row r's A value at step p is A(r); bp at the pass's first
  * column, 32 floats a step. Rows past rn compute a copy of a live row and
  * are never stored. */
@@ -83,40 +84,44 @@ AT static inline __m256 finish(__m256 x, __m256 bias, __m256 col_bias, const fge
         store_part(c + r * ldc, c##r##0, cn);                           \
         store_part(c + r * ldc + 8, c##r##1, cn - 8);                   \
     }
-#define PASS_BODY(A, STEP)                                                                         \
-    PASS_ACC;                                                                                      \
-    if (!first) { PROW_LOAD(0) PROW_LOAD(1) PROW_LOAD(2) PROW_LOAD(3) }                            \
-    for (int64_t p = 0; p < kc; p++, bp += FG_NR) {                                                \
-        __m256 b0 = _mm256_load_ps(bp), b1 = _mm256_load_ps(bp + 8), t;                            \
-        PROW_FMA(0, A) PROW_FMA(1, A) PROW_FMA(2, A) PROW_FMA(3, A)                                \
-        STEP;                                                                                      \
-    }                                                                                              \
-    __m256 cb0 = cbias ? load_part(cbias, cn) : _mm256_setzero_ps();                               \
-    __m256 cb1 = cbias ? load_part(cbias + 8, cn - 8) : _mm256_setzero_ps();                       \
-    PROW_STORE(0) PROW_STORE(1) PROW_STORE(2) PROW_STORE(3)
-
 #define A_INPLACE(r) a##r[p]
 #define PIX(r) p##r[o]
 
-/* A read in place: rows lda apart (rows past rn repeat the last live one). */
+/* One pass of the GEMM tile, A read in place: up to 6 rows lda apart
+ * (rows past rn repeat the last live one), 12 accumulators. Two FMA pipes
+ * of 4 cycles' latency need 8 chains in flight; the 4-row passes had just
+ * 8 and no slack (3x3 with 256 and 512 channels alone 90-97 GFLOP/s, with
+ * 6 rows 102-105; 1x1 with k = 128..512 +7..10%). */
 AT static void pass_inplace(int64_t kc, const float *a, int64_t lda, int rn, const float *bp, int cn, float *c,
                             int64_t ldc, int first, int last, const float *bias, const float *cbias,
                             const fgemm_epi_t *e)
 {
     const float *a0 = a, *a1 = a + (1 < rn ? 1 : rn - 1) * lda, *a2 = a + (2 < rn ? 2 : rn - 1) * lda;
-    const float *a3 = a + (3 < rn ? 3 : rn - 1) * lda;
-    PASS_BODY(A_INPLACE, (void)0);
+    const float *a3 = a + (3 < rn ? 3 : rn - 1) * lda, *a4 = a + (4 < rn ? 4 : rn - 1) * lda;
+    const float *a5 = a + (5 < rn ? 5 : rn - 1) * lda;
+    PASS_ACC;
+    __m256 c40 = c00, c41 = c00, c50 = c00, c51 = c00;
+    if (!first) { PROW_LOAD(0) PROW_LOAD(1) PROW_LOAD(2) PROW_LOAD(3) PROW_LOAD(4) PROW_LOAD(5) }
+    for (int64_t p = 0; p < kc; p++, bp += FG_NR) {
+        __m256 b0 = _mm256_load_ps(bp), b1 = _mm256_load_ps(bp + 8), t;
+        PROW_FMA(0, A_INPLACE) PROW_FMA(1, A_INPLACE) PROW_FMA(2, A_INPLACE)
+        PROW_FMA(3, A_INPLACE) PROW_FMA(4, A_INPLACE) PROW_FMA(5, A_INPLACE)
+    }
+    __m256 cb0 = cbias ? load_part(cbias, cn) : _mm256_setzero_ps();
+    __m256 cb1 = cbias ? load_part(cbias + 8, cn - 8) : _mm256_setzero_ps();
+    PROW_STORE(0) PROW_STORE(1) PROW_STORE(2) PROW_STORE(3) PROW_STORE(4) PROW_STORE(5)
 }
 
+/* The tile: AVX2_MR rows (the driver's blocks) by up to 32 columns, as
+ * passes of 6 rows x 16 columns. */
+#define AVX2_MR 6
 AT static void tile_avx2(int64_t kc, const float *a, int64_t lda, int mr, const float *bp, int nr, float *c,
                          int64_t ldc, int first, int last, const float *bias, const float *cbias, const fgemm_epi_t *e)
 {
-    for (int r0 = 0; r0 < mr; r0 += 4)
-        for (int c0 = 0; c0 < nr; c0 += 16) {
-            int rn = mr - r0 < 4 ? mr - r0 : 4, cn = nr - c0 < 16 ? nr - c0 : 16;
-            const float *rb = bias ? bias + r0 : NULL, *cbp = cbias ? cbias + c0 : NULL;
-            pass_inplace(kc, a + r0 * lda, lda, rn, bp + c0, cn, c + r0 * ldc + c0, ldc, first, last, rb, cbp, e);
-        }
+    for (int c0 = 0; c0 < nr; c0 += 16) {
+        int cn = nr - c0 < 16 ? nr - c0 : 16;
+        pass_inplace(kc, a, lda, mr, bp + c0, cn, c + c0, ldc, first, last, bias, cbias ? cbias + c0 : NULL, e);
+    }
 }
 
 AT static void pack_b(const float *b, int64_t ldb, int64_t kc, int nr, float *dst)
@@ -296,12 +301,14 @@ AT void fgemm_pack_px_avx(const float *w, int64_t k, float *dst)
         for (int c = 0; c < 32; c++) dst[p * 32 + c] = w[c * k + p];
 }
 
-/* The pixel tile up to 128 input channels in a 3x3 window: there it
- * skips the packing that is a tenth to a fifth of the packed path's work
- * (640 RT-DETR at AVX2, one thread: the 640x640 stem -54%, 32 channels at
- * 320x320 -18%, 64 at 160x160 -9%, 128 at 80x80 -2..-10%); with 256
- * channels its four passes over each k step lost 4-16%. */
-const fgemm_arch_t fgemm_arch_avx2 = {tile_avx2, pack_b, pack_taps, gather_even_avx2, tile_px_avx2, 0,
-                                      fgemm_pack_px_avx, 128 * 9};
+/* The pixel tile up to 64 input channels in a 3x3 window: there it skips
+ * the packing that is a tenth to a fifth of the packed path's work (640
+ * RT-DETR at AVX2, one thread, against the packed path's 4-row passes: the
+ * 640x640 stem -56%, 32 channels at 320x320 -14..-18%, 64 at 160x160
+ * -6..-9%). Its passes keep 8 accumulators; against the 6-row passes the
+ * packed path wins from 128 channels on (alone: 80x80 +1.4%, 40x40 +7.5%,
+ * stride 2 +6%; 32 and 64 channels: -7..-15%). */
+const fgemm_arch_t fgemm_arch_avx2 = {AVX2_MR, tile_avx2, pack_b, pack_taps, gather_even_avx2, tile_px_avx2, 0,
+                                      fgemm_pack_px_avx, 64 * 9};
 
 #endif

@@ -4,7 +4,7 @@
  * the same FMA chain over k in order, then + row bias, + column bias, then
  * the activation (fgemm_finish_one), so the bits never depend on the set.
  *
- * The tile is FG_MR rows x FG_NR columns of C. B (or the convolution's
+ * The tile is at most FG_MR rows (the set's mr) x FG_NR columns of C. B (or the convolution's
  * column matrix) comes packed: FG_KC steps of FG_NR floats, 64-byte
  * aligned, zero past the strip's nr columns. A is read in place, rows lda
  * apart. */
@@ -19,6 +19,9 @@
 #define FG_KC 2304
 
 typedef struct fgemm_arch {
+    /* Rows of C per tile (at most FG_MR): the driver hands tile() blocks of
+     * mr rows. */
+    int mr;
     /* kc steps into the tile's rows [0, mr) and columns [0, nr); the
      * partial sums come from C unless first; finished only when last.
      * bias: the tile's first row's bias (or NULL); cbias: its first column's. */
