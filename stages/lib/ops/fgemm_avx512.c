@@ -332,7 +332,7 @@ KT static void tile_px_avx512(int64_t k, const float *const *px, const int32_t *
                   n3, pix);
 }
 
-const fgemm_arch_t fgemm_arch_avx512 = {FG_MR, tile_avx512, pack_b, pack_taps, gather_even_avx512, tile_px_avx512, 1,
-                                        fgemm_pack_px_avx, 0};
+const fgemm_arch_t fgemm_arch_avx512 = {FG_MR, tile_avx512, pack_b, pack_taps, gather_even_avx512,
+                                        tile_px_avx512, 1, fgemm_pack_px_avx, 0};
 
 #endif

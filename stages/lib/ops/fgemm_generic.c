@@ -53,4 +53,5 @@ static void gather_even_generic(float *dst, const float *src, int64_t n)
     for (int64_t i = 0; i < n; i++) dst[i] = src[2 * i];
 }
 
-const fgemm_arch_t fgemm_arch_generic = {FG_MR, tile_generic, pack_b_generic, pack_taps_generic, gather_even_generic, NULL, 0, NULL, 0};
+const fgemm_arch_t fgemm_arch_generic = {FG_MR, tile_generic, pack_b_generic, pack_taps_generic, gather_even_generic,
+                                         NULL, 0, NULL, 0};

@@ -4,10 +4,10 @@
  * the same FMA chain over k in order, then + row bias, + column bias, then
  * the activation (fgemm_finish_one), so the bits never depend on the set.
  *
- * The tile is at most FG_MR rows (the set's mr) x FG_NR columns of C. B (or the convolution's
- * column matrix) comes packed: FG_KC steps of FG_NR floats, 64-byte
- * aligned, zero past the strip's nr columns. A is read in place, rows lda
- * apart. */
+ * The tile is the set's mr rows (at most FG_MR) x FG_NR columns of C. B
+ * (or the convolution's column matrix) comes packed: FG_KC steps of FG_NR
+ * floats, 64-byte aligned, zero past the strip's nr columns. A is read in
+ * place, rows lda apart. */
 #ifndef PARITY_FGEMM_IMPL_H
 #define PARITY_FGEMM_IMPL_H
 
