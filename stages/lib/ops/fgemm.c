@@ -1,9 +1,10 @@
 /* fgemm.c — parity's own float32 GEMM (see fgemm.h): the driver. C is cut
  * into tasks of rows x columns (by shape only, so the bits never depend on
  * --threads); each task packs a strip of 32 columns of B, KC steps of k at
- * a time, into a panel that stays in L2 while every 8-row block of its rows
+ * a time, into a panel that stays in L2 while every block of its rows
  * goes past it; the instruction set's kernel (fgemm_impl.h: AVX-512,
- * AVX2+FMA or portable C, picked by util/isa) computes the 8 x 32 tile.
+ * AVX2+FMA or portable C, picked by util/isa) computes the tile of a block
+ * (8 rows, 6 at AVX2) by 32 columns.
  *
  * Why not OpenBLAS for these shapes: convolutions give GEMMs with 8-256
  * rows and thousands of columns, where OpenBLAS spends as long packing as
@@ -234,10 +235,13 @@ static void fgemm_tile(void *ctx, int64_t t)
         int nr = j1 - col < 32 ? (int)(j1 - col) : 32;
         for (int64_t p0 = 0; p0 < j->k || p0 == 0; p0 += KC) {
             int64_t kc = j->k - p0 < KC ? j->k - p0 : KC;
-            float *panel = thread_panel();
-            const float *bp = panel;
+            const float *bp;
             if (j->bpack) bp = j->bpack + (col / 32 * j->k + p0) * 32;
-            else ar->pack_b(j->b + p0 * j->ldb + col, j->ldb, kc, nr, panel);
+            else {
+                float *panel = thread_panel();
+                ar->pack_b(j->b + p0 * j->ldb + col, j->ldb, kc, nr, panel);
+                bp = panel;
+            }
             for (int64_t row = i0; row < i1; row += ar->mr) {
                 int mr = i1 - row < ar->mr ? (int)(i1 - row) : ar->mr;
                 ar->tile(kc, j->a + row * j->lda + p0, j->lda, mr, bp, nr, j->c + row * j->ldc + col, j->ldc,
