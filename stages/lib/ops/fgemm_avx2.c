@@ -224,9 +224,9 @@ AT static inline void store_4x8(__m256 a0, __m256 a1, __m256 a2, __m256 a3, floa
  * 256 input channels: 11% slower than the packed path). */
 #define PX_KC 128
 
-/* One pass of the pixel tile over kc steps: pixels p[0..3] (their window
+/* One pass of the pixel tile over kc steps: pixels px[0..3] (their window
  * anchors, koff at the round's first step) by the 16 channels at wp's lane
- * 0 (32 floats a step). The partial sums come from acc (8 x 16 floats:
+ * 0 (32 floats a step). The partial sums come from acc (4 x 16 floats:
  * pixel r's 16 channels at 16 r) unless first and go back to it; after the
  * last round they are finished instead -- bias (bias[c] of channel c, or
  * NULL) and finish's activation -- and channels c < noc, pixels i < npix
