@@ -254,6 +254,105 @@ for name, opset, axis, shape in (("rows", 13, -1, [64, 96]), ("block", 13, 1, [4
        and l0["arena_bytes"] == (nbytes + 63) // 64 * 64 < l1["arena_bytes"],
        "Softmax (%s, opset %d) in its input's bytes: the bytes of the out-of-place run" % (name, opset), e0 + e1)
 
+# 5c. a Concat's inputs are made in its output's bytes (no copy): one
+# buffer for the Concat's inputs and output where they are its only use; an
+# input read after the Concat, a view of one, a value that dies before the
+# Concat while its inputs live, an input given twice, blocks that are not
+# the output's (an inner axis), a misaligned place: every value as numpy's
+N = 64
+xa = rng.standard_normal((1, N, N)).astype(np.float32)
+nodes = [helper.make_node("Neg", ["x"], ["a"]),
+         helper.make_node("Mul", ["x", "x"], ["b"]),
+         helper.make_node("Concat", ["a", "b"], ["c"], axis=1),
+         helper.make_node("Abs", ["c"], ["y"])]
+g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, N, N])],
+                      [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2 * N, N])])
+m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+res, layers, err = build_and_run("concat_place", m, {"x": xa}, "--no-fusion", infer_args=("--threads", "2"))
+ok(res is not None and np.array_equal(res["y"], np.abs(np.concatenate([-xa, xa * xa], 1)))
+   and layers["arena_bytes"] == 2 * N * N * 4,
+   "Concat in place: its inputs made in its output's bytes, one buffer (arena %s bytes for %d)"
+   % (layers and layers["arena_bytes"], 2 * N * N * 4), err)
+
+kc = numpy_helper.from_array(rng.standard_normal(N).astype(np.float32), "kc")
+consts = [kc, numpy_helper.from_array(np.array([N * N], np.int64), "flat"),
+          numpy_helper.from_array(np.array([0, 0, 0], np.int64), "s0"),
+          numpy_helper.from_array(np.array([1, 3, N], np.int64), "s1"),
+          numpy_helper.from_array(np.array([0, 1, 2], np.int64), "s2")]
+a, b = -xa, xa - (xa * xa).max()
+# the first model: the Concat's output is the largest value, placed first;
+# t lives only while a does, e only after a's last reader but while its view
+# af does: either would be placed over a, were the bytes' lifetime short
+nodes = [helper.make_node("Neg", ["x"], ["a"]),
+         helper.make_node("Reshape", ["a", "flat"], ["af"]),    # a view of a, a graph output
+         helper.make_node("Mul", ["x", "x"], ["t"]),
+         helper.make_node("ReduceMax", ["t"], ["u"], keepdims=1),
+         helper.make_node("Sub", ["x", "u"], ["b"]),
+         helper.make_node("Concat", ["a", "b"], ["c"], axis=1),
+         helper.make_node("Abs", ["c"], ["y"]),
+         helper.make_node("Add", ["a", "kc"], ["z"]),           # a read after the Concat
+         helper.make_node("Neg", ["x"], ["e"]),
+         helper.make_node("Neg", ["e"], ["w"])]
+outs = ("af", "y", "z", "w")
+want = {"af": a.reshape(N * N), "y": np.abs(np.concatenate([a, b], 1)), "z": a + numpy_helper.to_array(kc), "w": xa}
+# the second: an input given twice, blocks of an inner axis, a misaligned place
+nodes2 = [helper.make_node("Neg", ["x"], ["a"]),
+          helper.make_node("Abs", ["x"], ["q"]),
+          helper.make_node("Concat", ["q", "a", "q"], ["cq"], axis=1),
+          helper.make_node("Concat", ["a", "q"], ["ci"], axis=2),
+          helper.make_node("Slice", ["x", "s0", "s1", "s2"], ["xs"]),   # [1, 3, N]: 3*N*4 bytes
+          helper.make_node("Neg", ["xs"], ["p"]),
+          helper.make_node("Concat", ["p", "a"], ["cm"], axis=1)]       # a's place after p: misaligned
+outs2 = ("cq", "ci", "cm")
+want2 = {"cq": np.concatenate([np.abs(xa), a, np.abs(xa)], 1), "ci": np.concatenate([a, np.abs(xa)], 2),
+         "cm": np.concatenate([-xa[:, :3, :], a], 1)}
+for name, nn, oo, ww in (("concat_not", nodes, outs, want), ("concat_not2", nodes2, outs2, want2)):
+    g = helper.make_graph(nn, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, N, N])],
+                          [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in oo], consts)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    for threads in ("1", "2"):
+        res, layers, err = build_and_run(name, m, {"x": xa}, "--no-fusion", infer_args=("--threads", threads))
+        bad = [k for k in ww if res is None or not np.array_equal(res.get(k), ww[k])]
+        ok(res is not None and not bad, "Concat in place (%s): %s (%s threads)%s" % (
+           name, "values read later, views, lifetimes" if name == "concat_not" else "twice, inner axis, misaligned",
+           threads, ": wrong " + ", ".join(bad) if bad else ""), err)
+
+# an input stored in another type than the Concat's (an FP32 layer before
+# an FP16 Concat, which rounds it on the way in) keeps its own bytes: its
+# FP32 reader after the Concat reads it unrounded
+cfg = os.path.join(tmp, "concat_mixed.yaml")
+with open(cfg, "w") as f:
+    f.write("precision: fp16\nconstraints: obey\nlayers:\n  - op: [Neg]\n    precision: fp32\n")
+nodes = [helper.make_node("Neg", ["x"], ["a"]),
+         helper.make_node("Abs", ["x"], ["b"]),
+         helper.make_node("Concat", ["a", "b"], ["c"], axis=1),
+         helper.make_node("Neg", ["a"], ["w"])]
+g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, N, N])],
+                      [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in ("c", "w")])
+m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+res, layers, err = build_and_run("concat_mixed", m, {"x": xa}, "--no-fusion", "--config", cfg)
+want_c = np.concatenate([-xa, np.abs(xa)], 1).astype(np.float16).astype(np.float32)
+ok(res is not None and np.array_equal(res["w"], xa) and np.array_equal(res["c"].astype(np.float32), want_c),
+   "Concat in place: an FP32 input of an FP16 Concat keeps its bytes (its FP32 reader sees it unrounded)", err)
+
+# with --reference, the Concat reads a reference input (a copy into its
+# output's bytes) and every later reader of that input reads the reference too
+d = os.path.join(tmp, "concat_not.in")
+rc, _, err = run("infer", os.path.join(tmp, "concat_not.engine"), "-i", d, "-o", os.path.join(tmp, "concat_dump"),
+                 "--dump", "all")
+ref = os.path.join(tmp, "concat_ref")
+os.makedirs(ref, exist_ok=True)
+for n in ("a", "b"):
+    np.save(os.path.join(ref, n + ".npy"), (a + 1.0 if n == "a" else b).astype(np.float32))
+rc2, _, err2 = run("infer", os.path.join(tmp, "concat_not.engine"), "-i", d, "-o", os.path.join(tmp, "concat_refout"),
+                   "--reference", ref)
+got = {} if rc2 else {f[:-4]: np.load(os.path.join(tmp, "concat_refout", f))
+                      for f in os.listdir(os.path.join(tmp, "concat_refout")) if f.endswith(".npy")}
+ar = a + 1.0
+ok(rc == 0 and rc2 == 0 and np.array_equal(got.get("y"), np.abs(np.concatenate([ar, b], 1)))
+   and np.array_equal(got.get("z"), ar + numpy_helper.to_array(kc)),
+   "Concat in place with --reference: the reference input in the output and for its later readers", err + err2)
+
 # 6. MatMul + per-column bias Add (+ Relu) fuse into one layer at float32
 # storage, bit-identical to the unfused graph; a bias that is not
 # per-column stays an Add, and fp16 storage keeps the Add (it rounds the

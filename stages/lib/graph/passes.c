@@ -184,6 +184,52 @@ static int inplace_ok(const graph_t *g, const node_t *n, int i, int k, const int
     return 1;
 }
 
+/* Whether Concat node i's output y holds its inputs back to back: one
+ * block of each per output (every axis before the Concat's is 1). */
+static int concat_blocks(const graph_t *g, const node_t *n, const value_t *y)
+{
+    int64_t axis = attr_int(n, "axis", 1);
+    if (axis < 0) axis += y->t.ndim;
+    if (axis < 0 || axis >= y->t.ndim) return 0;
+    for (int d = 0; d < axis; d++)
+        if (y->t.dims[d] != 1) return 0;
+    return 1;
+}
+
+/* Concat node i's inputs made in its output's bytes, each where the Concat
+ * would copy it, so that its kernel copies nothing (TensorRT's concatenation
+ * elision). An input qualifies when its bytes are its own (it shares no
+ * other value's: those may be read under their own names meanwhile), its
+ * producer writes it in the arena (no control-flow node) and rounds to the
+ * Concat's storage type (rounding the output again changes none of its
+ * bytes), and its place is 64 bytes aligned (as the engine file requires);
+ * an input given twice is made at its first place (the Concat copies it to
+ * the second). The Concat rounds no input
+ * at a precision boundary: its output bytes are then its inputs' bytes, and
+ * the Concat's kernel finds each input in place (ops/concat.c skips it). A
+ * value read through a view of it moves with it. */
+static void concat_in_place(const graph_t *g, int i, int *root, int64_t *delta, int *end)
+{
+    const node_t *n = &g->nodes[i];
+    int y = n->out[0];
+    if (root[y] != y || n->round_inputs || n->act != ACT_NONE || !concat_blocks(g, n, &g->vals[y])) return;
+    int64_t at = 0;
+    for (int k = 0; k < n->n_in; at += n->in[k] >= 0 ? (int64_t)tensor_nbytes(&g->vals[n->in[k]].t) : 0, k++) {
+        int a = n->in[k];
+        if (a < 0 || !plannable(&g->vals[a]) || root[a] != a || at % 64) continue;
+        const node_t *p = &g->nodes[g->vals[a].producer];
+        if (!p->op || p->op->control || p->storage != n->storage || g->vals[a].t.dtype != g->vals[y].t.dtype) continue;
+        for (int v = 0; v < g->n_vals; v++)
+            if (v != a && root[v] == a) {
+                root[v] = y;
+                delta[v] += at;
+            }
+        root[a] = y;
+        delta[a] = at;
+        if (end[a] > end[y]) end[y] = end[a];
+    }
+}
+
 /* root[v]: the value whose bytes v uses, decided node by node.
  * - A view node's output (Reshape, Squeeze, ...) takes its input's bytes
  *   when both are planned, the sizes match, and the node changes no byte on
@@ -194,12 +240,15 @@ static int inplace_ok(const graph_t *g, const node_t *n, int i, int k, const int
  *   there (inplace_ok): no bytes of its own, and the lines it writes are
  *   the ones it has just read (a store that misses reads its line first).
  *   Rounding, activations and dumps are unaffected: a dump copies a value
- *   when it is made, and the input is read by no one afterwards. */
-static void share_bytes(const graph_t *g, int *root)
+ *   when it is made, and the input is read by no one afterwards.
+ * - A Concat's inputs are made where the Concat's output will hold them
+ *   (concat_in_place), so its kernel copies nothing. */
+static void share_bytes(const graph_t *g, int *root, int64_t *delta)
 {
     int *end = xcalloc(g->n_vals + 1, sizeof *end);
     for (int i = 0; i < g->n_vals; i++) {
         root[i] = i;
+        delta[i] = 0;
         end[i] = lifetime_end(&g->vals[i]);
     }
     for (int i = 0; i < g->n_nodes; i++) {
@@ -207,6 +256,10 @@ static void share_bytes(const graph_t *g, int *root)
         if (!n->op || n->n_in < 1 || n->n_out < 1) continue;
         int y = n->out[0];
         if (y < 0 || !plannable(&g->vals[y])) continue;
+        if (!n->domain[0] && !strcmp(n->op_type, "Concat")) {
+            concat_in_place(g, i, root, delta, end);
+            continue;
+        }
         int from = -1;
         if (n->op->view) {
             int x = n->in[0];
@@ -221,6 +274,7 @@ static void share_bytes(const graph_t *g, int *root)
         }
         if (from < 0) continue;
         root[y] = root[from];
+        delta[y] = delta[from];
         if (end[y] > end[root[y]]) end[root[y]] = end[y];
     }
     free(end);
@@ -231,7 +285,8 @@ int64_t graph_plan_memory(graph_t *g)
     graph_index(g);
     interval_t *iv = xcalloc(g->n_vals + 1, sizeof *iv);
     int *root = xcalloc(g->n_vals + 1, sizeof *root), *slot = xcalloc(g->n_vals + 1, sizeof *slot);
-    share_bytes(g, root);
+    int64_t *delta = xcalloc(g->n_vals + 1, sizeof *delta);
+    share_bytes(g, root, delta);
     int n = 0;
     for (int i = 0; i < g->n_vals; i++) {
         value_t *v = &g->vals[i];
@@ -245,11 +300,13 @@ int64_t graph_plan_memory(graph_t *g)
         iv[n].end = lifetime_end(v);
         n++;
     }
-    /* the bytes live until the last reader of any of their names */
+    /* the bytes live from the first producer of any of their names (a
+     * Concat's inputs come before it) to the last reader of any */
     for (int i = 0; i < g->n_vals; i++)
         if (plannable(&g->vals[i]) && root[i] != i && slot[root[i]] >= 0) {
             interval_t *r = &iv[slot[root[i]]];
             if (lifetime_end(&g->vals[i]) > r->end) r->end = lifetime_end(&g->vals[i]);
+            if (g->vals[i].producer < r->start) r->start = g->vals[i].producer;
         }
     qsort(iv, n, sizeof *iv, cmp_size_desc);
     int64_t arena = 0;
@@ -271,8 +328,9 @@ int64_t graph_plan_memory(graph_t *g)
         g->vals[iv[i].v].offset = off;
     }
     for (int i = 0; i < g->n_vals; i++)
-        if (plannable(&g->vals[i]) && root[i] != i) g->vals[i].offset = g->vals[root[i]].offset;
+        if (plannable(&g->vals[i]) && root[i] != i) g->vals[i].offset = g->vals[root[i]].offset + delta[i];
     free(live);
+    free(delta);
     free(iv);
     free(root);
     free(slot);

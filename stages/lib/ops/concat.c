@@ -71,7 +71,8 @@ static void concat_piece(void *ctx, int64_t t)
         while (off >= (int64_t)j->chunk[i]) off -= (int64_t)j->chunk[i++];
         int64_t len = (int64_t)j->chunk[i] - off;
         if (len > end - x) len = end - x;
-        memcpy(dst + x, (const char *)j->c->in[i]->data + o * (int64_t)j->chunk[i] + off, (size_t)len);
+        const char *src = (const char *)j->c->in[i]->data + o * (int64_t)j->chunk[i] + off;
+        if (src != dst + x) memmove(dst + x, src, (size_t)len);   /* else made in place (graph_plan_memory) */
         x += len;
     }
 }
@@ -86,7 +87,7 @@ static inline void copy_chunk(char *dst, const char *src, size_t n)
     case 8: memcpy(dst, src, 8); break;
     case 16: memcpy(dst, src, 16); break;
     case 32: memcpy(dst, src, 32); break;
-    default: memcpy(dst, src, n); break;
+    default: memmove(dst, src, n); break;
     }
 }
 
@@ -98,7 +99,8 @@ static void concat_rows(const concat_job_t *j, int64_t o0, int64_t o1)
     for (int64_t o = o0; o < o1; o++)
         for (int i = 0; i < c->n_in; i++) {
             if (!j->chunk[i]) continue;
-            copy_chunk(dst, (const char *)c->in[i]->data + o * (int64_t)j->chunk[i], j->chunk[i]);
+            const char *src = (const char *)c->in[i]->data + o * (int64_t)j->chunk[i];
+            if (src != dst) copy_chunk(dst, src, j->chunk[i]);
             dst += j->chunk[i];
         }
 }
@@ -109,6 +111,16 @@ static void concat_row_piece(void *ctx, int64_t t)
     const concat_job_t *j = ctx;
     int64_t per = CONCAT_PIECE / j->row, outer = j->total / j->row;
     concat_rows(j, t * per, (t + 1) * per < outer ? (t + 1) * per : outer);
+}
+
+/* Whether every input already lies where the output holds it (one block
+ * each: the memory plan made them there). */
+static int made_in_place(const op_ctx_t *c, const size_t *chunk)
+{
+    const char *at = c->out[0]->data;
+    for (int i = 0; i < c->n_in; at += chunk[i], i++)
+        if (chunk[i] && (const char *)c->in[i]->data != at) return 0;
+    return 1;
 }
 
 int run_concat(op_ctx_t *c)
@@ -122,6 +134,7 @@ int run_concat(op_ctx_t *c)
     int64_t row = 0;
     for (int i = 0; i < c->n_in; i++) row += (int64_t)(chunk[i] = (size_t)(c->in[i]->dims[axis] * inner) * es);
     concat_job_t j = {c, chunk, row, row * outer};
+    if (outer == 1 && made_in_place(c, chunk)) row = 0;
     if (row > 0 && j.total >= 2 * CONCAT_PIECE && row >= 4096) {   /* long rows: pieces may split them */
         pool_for((j.total + CONCAT_PIECE - 1) / CONCAT_PIECE, concat_piece, &j);
     } else if (row > 0 && j.total >= 2 * CONCAT_PIECE) {   /* short rows: whole rows per piece */
