@@ -353,6 +353,61 @@ ok(rc == 0 and rc2 == 0 and np.array_equal(got.get("y"), np.abs(np.concatenate([
    and np.array_equal(got.get("z"), ar + numpy_helper.to_array(kc)),
    "Concat in place with --reference: the reference input in the output and for its later readers", err + err2)
 
+# 5d. a Slice that is one run of its input's bytes is a view of them (no
+# copy): one buffer for input and slice; two overlapping slices of one
+# input added (never in place over one of them), a slice read after its
+# input's other readers, a step, an inner axis, a misaligned run: numpy's
+def sl(name, src, out, starts, ends, axes, steps=None):
+    ins = [src, name + "_s", name + "_e", name + "_a"] + ([name + "_p"] if steps else [])
+    consts = [numpy_helper.from_array(np.array(v, np.int64), n) for n, v in
+              ((name + "_s", starts), (name + "_e", ends), (name + "_a", axes)) + (((name + "_p", steps),) if steps else ())]
+    return helper.make_node("Slice", ins, [out], name=name), consts
+
+xs8 = rng.standard_normal((1, 8, N)).astype(np.float32)
+n1, c1 = sl("mid", "a", "s", [2], [6], [1])
+g = helper.make_graph([helper.make_node("Neg", ["x"], ["a"]), n1, helper.make_node("Abs", ["s"], ["y"])], "g",
+                      [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8, N])],
+                      [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, N])], c1)
+m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+res, layers, err = build_and_run("slice_view", m, {"x": xs8}, "--no-fusion")
+ok(res is not None and np.array_equal(res["y"], np.abs(-xs8[:, 2:6])) and layers["arena_bytes"] == 8 * N * 4,
+   "Slice as a view: one buffer for the input and its slice (arena %s bytes for %d)"
+   % (layers and layers["arena_bytes"], 8 * N * 4), err)
+
+parts = [sl("lo", "a", "s1", [0], [6], [1]), sl("hi", "a", "s2", [2], [8], [1]), sl("tail", "a", "s6", [4], [8], [1]),
+         sl("step", "a", "s3", [0], [8], [1], [2]), sl("inner", "a", "s4", [16], [48], [2]),
+         sl("odd", "b", "s5", [1], [3], [1])]
+nodes = [helper.make_node("Neg", ["x"], ["a"]), helper.make_node("Neg", ["x3"], ["b"])]
+nodes += [p[0] for p in parts]
+nodes += [helper.make_node("Add", ["s1", "s2"], ["u"]),      # overlapping slices of a, both die here
+          helper.make_node("Abs", ["a"], ["e"]),             # would take a's bytes if s6 were not read below
+          helper.make_node("Neg", ["s6"], ["w"])]
+outs = ("u", "e", "w", "s3", "s4", "s5")
+g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8, N]),
+                                   helper.make_tensor_value_info("x3", TensorProto.FLOAT, [1, 8, 3])],
+                      [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in outs],
+                      [c for p in parts for c in p[1]])
+m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+x3 = rng.standard_normal((1, 8, 3)).astype(np.float32)
+a8 = -xs8
+want = {"u": a8[:, 0:6] + a8[:, 2:8], "e": np.abs(a8), "w": -a8[:, 4:8], "s3": a8[:, 0:8:2], "s4": a8[:, :, 16:48],
+        "s5": -x3[:, 1:3]}
+# two overlapping slices of one input that dies with them in an Add: its
+# output may not be written over either (the other is read from those bytes)
+p1, p2 = sl("lo", "a", "s1", [0], [6], [1]), sl("hi", "a", "s2", [2], [8], [1])
+g = helper.make_graph([helper.make_node("Neg", ["x"], ["a"]), p1[0], p2[0], helper.make_node("Add", ["s2", "s1"], ["u"])],
+                      "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8, N])],
+                      [helper.make_tensor_value_info("u", TensorProto.FLOAT, [1, 6, N])], p1[1] + p2[1])
+res, layers, err = build_and_run("slice_overlap", helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]),
+                                 {"x": xs8}, "--no-fusion")
+ok(res is not None and np.array_equal(res["u"], a8[:, 2:8] + a8[:, 0:6]),
+   "Slice as a view: an Add of two overlapping slices is not written over either", err)
+for threads in ("1", "2"):
+    res, layers, err = build_and_run("slice_not", m, {"x": xs8, "x3": x3}, "--no-fusion", infer_args=("--threads", threads))
+    bad = [k for k in want if res is None or not np.array_equal(res.get(k), want[k])]
+    ok(res is not None and not bad, "Slice as a view: overlapping slices, read later, step, inner axis, misaligned "
+       "(%s threads)%s" % (threads, ": wrong " + ", ".join(bad) if bad else ""), err)
+
 # 6. MatMul + per-column bias Add (+ Relu) fuse into one layer at float32
 # storage, bit-identical to the unfused graph; a bias that is not
 # per-column stays an Add, and fp16 storage keeps the Add (it rounds the

@@ -74,14 +74,25 @@ static char *arena_new(const graph_t *g, int64_t *size)
     return end ? xmalloc_huge((size_t)end) : NULL;
 }
 
-/* A view's output shares its input's bytes in the plan (graph_plan_memory).
- * With reference inputs the view reads a reference tensor instead, and
- * writing that into the shared bytes would change what the input's other
- * readers see: such an output gets bytes of its own. */
-static int view_detached(const graph_t *g, const node_t *n, int k, const exec_opts_t *o)
+/* An output may share bytes with an input in the plan (graph_plan_memory: a
+ * view, a Slice that is one run of its input, an elementwise layer in place,
+ * a Concat's inputs in its output). With reference inputs the node reads a
+ * reference tensor instead, and writing that into the shared bytes would
+ * change what the input's other readers see: such an output gets bytes of
+ * its own. */
+static int detached(const graph_t *g, const node_t *n, int k, const exec_opts_t *o)
 {
-    if (!o || !o->reference || k != 0 || !n->op || !n->op->view || n->in[0] < 0) return 0;
-    return g->vals[n->in[0]].offset == g->vals[n->out[0]].offset;
+    if (!o || !o->reference) return 0;
+    const value_t *y = &g->vals[n->out[k]];
+    int64_t y0 = y->offset, y1 = y0 + (int64_t)tensor_nbytes(&y->t);
+    for (int i = 0; i < n->n_in; i++) {
+        if (n->in[i] < 0) continue;
+        const value_t *x = &g->vals[n->in[i]];
+        if (x->offset < 0 || !x->shape_known) continue;
+        int64_t x0 = x->offset, x1 = x0 + (int64_t)tensor_nbytes(&x->t);
+        if (x0 < y1 && y0 < x1) return 1;
+    }
+    return 0;
 }
 
 void exec_opts_release(exec_opts_t *o)
@@ -147,7 +158,7 @@ int exec_nodes(const graph_t *g, tensor_t **rt, tensor_t *owned, char *arena, ex
         for (int k = 0; k < n->n_out; k++) {
             int v = n->out[k];
             outs[k] = v >= 0 ? &owned[v] : NULL;
-            if (v >= 0 && arena && g->vals[v].offset >= 0 && g->vals[v].shape_known && !view_detached(g, n, k, o)) {
+            if (v >= 0 && arena && g->vals[v].offset >= 0 && g->vals[v].shape_known && !detached(g, n, k, o)) {
                 tensor_free_data(&owned[v]);
                 owned[v].data = arena + g->vals[v].offset;
                 owned[v].owns = 0;

@@ -171,17 +171,40 @@ static int same_layout(const value_t *a, const value_t *b)
  * input k: planned, of y's shape and type, bytes no node after i reads
  * (end: per set of shared bytes, its last reader so far; a name that would
  * share them later is read after i), and no other input on those bytes
- * under another shape. */
-static int inplace_ok(const graph_t *g, const node_t *n, int i, int k, const int *root, const int *end)
+ * under another shape or on other bytes of the same buffer (a slice of the
+ * same input elsewhere, which may overlap). */
+static int inplace_ok(const graph_t *g, const node_t *n, int i, int k, const int *root, const int64_t *delta,
+                      const int *end)
 {
     int a = n->in[k], y = n->out[0];
     if (a < 0 || !plannable(&g->vals[a]) || end[root[a]] != i || !same_layout(&g->vals[a], &g->vals[y])) return 0;
     for (int kk = 0; kk < n->n_in; kk++) {
         int b = n->in[kk];
-        if (kk != k && b >= 0 && plannable(&g->vals[b]) && root[b] == root[a] && !same_layout(&g->vals[b], &g->vals[y]))
+        if (kk != k && b >= 0 && plannable(&g->vals[b]) && root[b] == root[a] &&
+            (delta[b] != delta[a] || !same_layout(&g->vals[b], &g->vals[y])))
             return 0;
     }
     return 1;
+}
+
+/* Where Slice node n's output lies in its input's bytes when it is one
+ * contiguous run of them (constant arguments, ops/slice.c), the input is
+ * planned, and the node changes no byte on the way (as a view: no cast at a
+ * precision boundary, no activation, the input's storage type); the place
+ * is 64 bytes aligned (as the engine file requires). -1 otherwise. */
+static int64_t slice_view_at(const graph_t *g, const node_t *n)
+{
+    int x = n->in[0], y = n->out[0];
+    if (x < 0 || !plannable(&g->vals[x]) || (n->round_inputs & 1) || n->act != ACT_NONE) return -1;
+    if (g->nodes[g->vals[x].producer].storage != n->storage || g->vals[x].t.dtype != g->vals[y].t.dtype) return -1;
+    if (n->n_in > MAX_NODE_IO) return -1;
+    const tensor_t *in[MAX_NODE_IO];
+    for (int k = 0; k < n->n_in; k++) {
+        int v = n->in[k];
+        in[k] = v < 0 ? NULL : k == 0 || g->vals[v].kind == VAL_CONST ? &g->vals[v].t : NULL;
+    }
+    int64_t at = slice_run_at(n, in, n->n_in);
+    return at >= 0 && at % 64 == 0 ? at : -1;
 }
 
 /* Whether Concat node i's output y holds its inputs back to back: one
@@ -241,6 +264,8 @@ static void concat_in_place(const graph_t *g, int i, int *root, int64_t *delta, 
  *   the ones it has just read (a store that misses reads its line first).
  *   Rounding, activations and dumps are unaffected: a dump copies a value
  *   when it is made, and the input is read by no one afterwards.
+ * - A Slice whose output is one run of its input's bytes takes them
+ *   (slice_view_at), under the view's conditions; its kernel copies nothing.
  * - A Concat's inputs are made where the Concat's output will hold them
  *   (concat_in_place), so its kernel copies nothing. */
 static void share_bytes(const graph_t *g, int *root, int64_t *delta)
@@ -261,6 +286,7 @@ static void share_bytes(const graph_t *g, int *root, int64_t *delta)
             continue;
         }
         int from = -1;
+        int64_t at = 0;
         if (n->op->view) {
             int x = n->in[0];
             if (x < 0 || !plannable(&g->vals[x])) continue;
@@ -270,11 +296,14 @@ static void share_bytes(const graph_t *g, int *root, int64_t *delta)
             from = x;
         } else if (n->op->inplace && n->n_out == 1) {
             for (int k = 0; k < n->n_in && from < 0; k++)
-                if (inplace_ok(g, n, i, k, root, end)) from = n->in[k];
+                if (inplace_ok(g, n, i, k, root, delta, end)) from = n->in[k];
+        } else if (!n->domain[0] && !strcmp(n->op_type, "Slice")) {
+            at = slice_view_at(g, n);
+            if (at >= 0) from = n->in[0];
         }
         if (from < 0) continue;
         root[y] = root[from];
-        delta[y] = delta[from];
+        delta[y] = delta[from] + at;
         if (end[y] > end[root[y]]) end[root[y]] = end[y];
     }
     free(end);

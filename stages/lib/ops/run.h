@@ -39,4 +39,9 @@ int node_run(const node_t *n, const tensor_t *const *in, tensor_t **out, int thr
  * elementwise kernels apply it to each block of output they finish. */
 void node_act_range(const node_t *n, float *x, int64_t len);
 
+/* Where Slice node n's output lies in its input as one contiguous run: the
+ * byte offset, or -1 (ops/slice.c). in[0] needs a shape only; the other
+ * inputs are the node's (constants, or NULL). */
+int64_t slice_run_at(const node_t *n, const tensor_t *const *in, int n_in);
+
 #endif

@@ -122,6 +122,30 @@ int shape_slice(op_ctx_t *c)
     return op_set_out(c, 0, c->in[0]->dtype, c->in[0]->ndim, p.count);
 }
 
+/* Where a Slice's output lies in its input as one contiguous run (its
+ * elements in order): the run's first byte in x, or -1 where it does not
+ * (a step, a partial axis inside another, arguments not constants). From
+ * the input's shape alone: in[0] may have no data. The memory plan makes
+ * such an output a view of the input's bytes (graph_plan_memory), and
+ * run_slice then finds it in place and copies nothing. */
+int64_t slice_run_at(const node_t *n, const tensor_t *const *in, int n_in)
+{
+    perr_t e = {0};
+    op_ctx_t c = {.node = n, .n_in = n_in, .in = in, .err = &e};
+    slice_plan_t p;
+    if (n_in < 1 || !in[0] || slice_plan(&c, &p)) return -1;
+    const tensor_t *x = in[0];
+    int64_t st[TENSOR_MAX_DIMS], off = 0;
+    strides_of(x->dims, x->ndim, st);
+    int d = x->ndim - 1;
+    while (d >= 0 && p.start[d] == 0 && p.step[d] == 1 && p.count[d] == x->dims[d]) d--;
+    if (d >= 0 && p.step[d] != 1) return -1;
+    for (int a = 0; a < d; a++)
+        if (p.count[a] != 1) return -1;
+    for (int a = 0; a < x->ndim; a++) off += p.start[a] * st[a];
+    return off * (int64_t)dtype_size(x->dtype);
+}
+
 /* A large slice of contiguous runs (unit step along its last axis) is
  * copied by the pool in pieces of SLICE_PIECE output bytes; piece t finds
  * the source of each run it touches from the run's index. */
@@ -178,6 +202,7 @@ int run_slice(op_ctx_t *c)
     const int64_t L = prod_dims(p.count, last, R), rows = total / L, js = last == R - 1 ? p.step[R - 1] : 1;
     char *dst = c->out[0]->data;
     const char *src = x->data;
+    if (rows == 1 && js == 1 && dst == src + off * (int64_t)es) return 0;   /* a view (slice_run_at) */
     if (js == 1 && total * (int64_t)es >= 2 * SLICE_PIECE && L * (int64_t)es >= 4096) {
         int64_t jb[TENSOR_MAX_DIMS];
         for (int d = 0; d < last; d++) jb[d] = jump[d] * (int64_t)es;
