@@ -188,8 +188,9 @@ static int inplace_ok(const graph_t *g, const node_t *n, int i, int k, const int
 }
 
 /* Where Slice node n's output lies in its input's bytes when it is one
- * contiguous run of them (constant arguments, ops/slice.c), the input is
- * planned, and the node changes no byte on the way (as a view: no cast at a
+ * contiguous run inside them (ops/slice.c; every argument a constant: one
+ * known only at run time might place it elsewhere), the input is planned,
+ * and the node changes no byte on the way (as a view: no cast at a
  * precision boundary, no activation, the input's storage type); the place
  * is 64 bytes aligned (as the engine file requires). -1 otherwise. */
 static int64_t slice_view_at(const graph_t *g, const node_t *n)
@@ -201,10 +202,12 @@ static int64_t slice_view_at(const graph_t *g, const node_t *n)
     const tensor_t *in[MAX_NODE_IO];
     for (int k = 0; k < n->n_in; k++) {
         int v = n->in[k];
-        in[k] = v < 0 ? NULL : k == 0 || g->vals[v].kind == VAL_CONST ? &g->vals[v].t : NULL;
+        if (k > 0 && v >= 0 && g->vals[v].kind != VAL_CONST) return -1;   /* known only at run time */
+        in[k] = v < 0 ? NULL : &g->vals[v].t;
     }
     int64_t at = slice_run_at(n, in, n->n_in);
-    return at >= 0 && at % 64 == 0 ? at : -1;
+    if (at < 0 || at % 64 || at + (int64_t)tensor_nbytes(&g->vals[y].t) > (int64_t)tensor_nbytes(&g->vals[x].t)) return -1;
+    return at;
 }
 
 /* Whether Concat node i's output y holds its inputs back to back: one
