@@ -17,7 +17,8 @@
  *   dtype            float32 | float16 | uint8                [float32]
  *   extra.NAME       orig_wh | orig_hw | im_shape | scale_factor | input_wh: an extra
  *                    input (input_wh: the network input's (w, h), int64, for a graph
- *                    that scales boxes by it: they come out in input pixels)
+ *                    that scales boxes by it: they come out in input pixels); NAME
+ *                    is any tensor name whose file, NAME encoded + .npy, fits 255 bytes
  * Float output is ((x * scale) - mean) / std in float32 (x / N for "1/N"),
  * exactly numpy's float32 arithmetic; uint8 output is the resized pixels. */
 #include <math.h>
@@ -25,6 +26,7 @@
 #include <string.h>
 #include "prep.h"
 #include "config/schema.h"
+#include "util/fsutil.h"
 
 static const char *const modes[] = { "stretch", "letterbox", "center-crop", NULL };
 static const char *const colors[] = { "rgb", "bgr", "gray", "rgba", "bgra", NULL };
@@ -135,11 +137,21 @@ static int get_extras(const config_t *c, prep_cfg_t *p, perr_t *e)
                    PREP_MAX_EXTRAS);
     }
     for (int64_t i = 0; i < ex->n; i++) {
+        /* the value's node itself: a tensor name may be of any length, and
+         * a key path of it would be refused past 255 characters */
         char key[300];
         snprintf(key, sizeof key, "extra.%s", ex->keys[i]);
         int kind = 0;
-        if (config_enum(c, key, extra_kinds, &kind, e) < 0)
+        if (cfg_node_enum(ex->items[i], key, extra_kinds, &kind, e) < 0)
             return -1;
+        char *enc = name_encode(ex->keys[i]);   /* its file: OUT/<sample>/<encoded name>.npy */
+        size_t len = strlen(enc);
+        free(enc);
+        if (len + 4 > 255) {
+            char w[512];
+            return BAD(e, "%s: extra: the name '%.40s...' is too long for a file name (%zu bytes encoded, at most 251)",
+                       cfg_node_where(ex->items[i], w, sizeof w), ex->keys[i], len);
+        }
         p->extra[p->nextra].name = xstrdup(ex->keys[i]);
         p->extra[p->nextra++].kind = (prep_extra_kind_t)kind;
     }

@@ -10,8 +10,8 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from preproc_common import (METHODS, Tap, describe_diff, gen_image, load_meta, load_sample,
-                            preprocess, reference_pixels, save_png, tmpdir, to_hwc)
+from preproc_common import (CONFIGS, METHODS, Tap, describe_diff, gen_image, load_meta, load_sample,
+                            preprocess, reference_pixels, run, save_png, tmpdir, to_hwc)
 
 t = Tap()
 rng = np.random.default_rng(7)
@@ -80,5 +80,27 @@ preprocess(out, files[:2], config="letterbox.yaml", sets=["resize.size=48x80"])
 got = [load_sample(out, os.path.splitext(os.path.basename(f))[0], "orig_target_sizes") for f in files[:2]]
 t.ok(all(g.dtype == np.int64 and g.tolist() == [[80, 48]] for g in got),
      "extra input_wh: the input's (w, h) = (80, 48) for 100x75 and 75x100 images", str(got))
+
+# an extra input's name: 200 characters work; one past what a file name
+# holds (255 bytes with .npy, the name encoded) is refused when the config is
+# read, exit 2 naming the place -- not an internal error, nothing written
+def with_extra(name, kind):
+    cfg = os.path.join(d, "extra-%d.yaml" % len(name))
+    with open(os.path.join(CONFIGS, "opencv-stretch.yaml")) as f:
+        text = f.read().split("extra:")[0]
+    with open(cfg, "w") as f:
+        f.write(text + "extra:\n  %s: %s\n" % (name, kind))
+    return cfg
+
+out = os.path.join(d, "long_extra")
+preprocess(out, files[:1], config=with_extra("n" * 200, "input_wh"), sets=["resize.size=48x80"])
+wh = load_sample(out, os.path.splitext(os.path.basename(files[0]))[0], "n" * 200)
+t.ok(wh.dtype == np.int64 and wh.tolist() == [[80, 48]], "an extra input named with 200 characters: input_wh", str(wh))
+out = os.path.join(d, "too_long_extra")
+rc, err = run(["--config", with_extra("n" * 300, "input_wh"), "-o", out, files[0]], check=False)
+lines = [l for l in err.splitlines() if l.strip()]
+t.ok(rc == 2 and len(lines) == 1 and "too long for a file name" in lines[0] and ":14:" in lines[0]
+     and not os.path.exists(out), "an extra input's name too long for a file: exit 2, one line naming the place",
+     err[:300])
 
 t.done()

@@ -26,7 +26,7 @@ def placed(name, src):
         open(os.path.join(path, fname.decode()), "wb").write(blob)
         return path, fname.decode()
     ext = {"polygraphy": ".json", "trtexec_json": ".json", "npz": ".npz", "npy": ".npy", "engine": ".engine",
-           "onnx": ".onnx", "pb": ".pb", "config_model": ".yaml"}[name]
+           "onnx": ".onnx", "pb": ".pb", "config_model": ".yaml", "config_preprocess": ".yaml"}[name]
     path = os.path.join(d, os.path.basename(src) + ext)
     open(path, "wb").write(blob)
     return path, os.path.basename(path)
@@ -44,6 +44,9 @@ def cli(name, path, out):
         return ("build-engine", path, "-o", os.path.join(out, "m.engine"))
     if name == "config_model":
         return ("plan", path, "-o", os.path.join(out, "plan"))
+    if name == "config_preprocess":   # the config is read before any image
+        png = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fuzz", "corpus", "png", "P.png")
+        return ("preprocess", "--config", path, "-o", os.path.join(out, "p"), png)
     if name == "pb":
         d = os.path.dirname(path)
         return ("compare", d, d, "--json", os.path.join(out, "c.json"))

@@ -85,6 +85,7 @@ int config_require(const config_t *c, const char *key, perr_t *e);
 int cfg_node_str(const cfg_node_t *nd, const char *key, const char **out, perr_t *e);
 int cfg_node_int(const cfg_node_t *nd, const char *key, int64_t *out, perr_t *e);
 int cfg_node_double(const cfg_node_t *nd, const char *key, double *out, perr_t *e);
+int cfg_node_enum(const cfg_node_t *nd, const char *key, const char *const *choices, int *out, perr_t *e);
 /* Formats "FILE:LINE:COL" (or just the source) into buf. */
 const char *cfg_node_where(const cfg_node_t *nd, char *buf, size_t n);
 

@@ -296,10 +296,8 @@ int config_size(const config_t *c, const char *key, int64_t *h, int64_t *w, perr
     return 1;
 }
 
-int config_enum(const config_t *c, const char *key, const char *const *choices, int *out,
-                perr_t *e)
+int cfg_node_enum(const cfg_node_t *nd, const char *key, const char *const *choices, int *out, perr_t *e)
 {
-    GET_OR_RETURN(c, key, nd, e);
     if (nd->kind == CFG_SCALAR)
         for (int i = 0; choices[i]; i++)
             if (!strcmp(nd->text, choices[i])) {
@@ -312,6 +310,13 @@ int config_enum(const config_t *c, const char *key, const char *const *choices, 
         snprintf(expected + len, sizeof expected - len, "%s%s", i ? ", " : "", choices[i]);
     }
     return type_error(nd, key, expected, e);
+}
+
+int config_enum(const config_t *c, const char *key, const char *const *choices, int *out,
+                perr_t *e)
+{
+    GET_OR_RETURN(c, key, nd, e);
+    return cfg_node_enum(nd, key, choices, out, e);
 }
 
 /* ---- unknown keys ---- */
