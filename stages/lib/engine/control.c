@@ -40,13 +40,23 @@ static int read_scalar_bool(const tensor_t *t, const node_t *n, const char *what
     return 0;
 }
 
+/* Node n's subgraph attr; NULL with the error set where the node has none
+ * (an engine file says which subgraphs a node has; it may lack one). */
+static const graph_t *subgraph_of(const node_t *n, const char *attr, perr_t *e)
+{
+    const graph_t *b = node_sub(n, attr);
+    if (!b) BAD(e, "node '%s' (%s): has no %s subgraph", n->name, n->op_type, attr);
+    return b;
+}
+
 static int run_if(const graph_t *g, const node_t *n, const tensor_t *const *args, tensor_t **outs, tensor_t **rt,
                   exec_env_t *env, perr_t *e)
 {
     int cond;
     if (read_scalar_bool(args[0], n, "the condition", &cond, e)) return -1;
     const char *attr = cond ? "then_branch" : "else_branch";
-    const graph_t *b = node_sub(n, attr);
+    const graph_t *b = subgraph_of(n, attr, e);
+    if (!b) return -1;
     const tensor_t **inputs = xcalloc(b->n_inputs + 1, sizeof *inputs);
     tensor_t *res = xcalloc(b->n_outputs + 1, sizeof *res);
     char path[1024];
@@ -89,7 +99,8 @@ static void free_list(tensor_t *list, int count)
 static int run_loop(const graph_t *g, const node_t *n, const tensor_t *const *args, tensor_t **outs, tensor_t **rt,
                     exec_env_t *env, perr_t *e)
 {
-    const graph_t *b = node_sub(n, "body");
+    const graph_t *b = subgraph_of(n, "body", e);
+    if (!b) return -1;
     int n_carried = b->n_formal_inputs - 2, n_scan = b->n_outputs - 1 - n_carried;
     int64_t trips = INT64_MAX;
     int cond = 1, rc = 0;
@@ -233,7 +244,8 @@ static int scan_once(const node_t *n, const graph_t *b, const tensor_t *const *s
 static int run_scan(const graph_t *g, const node_t *n, const tensor_t *const *args, tensor_t **outs, tensor_t **rt,
                     exec_env_t *env, perr_t *e)
 {
-    const graph_t *b = node_sub(n, "body");
+    const graph_t *b = subgraph_of(n, "body", e);
+    if (!b) return -1;
     int n_scan_in = (int)attr_int(n, "num_scan_inputs", 0);
     int n_state = b->n_formal_inputs - n_scan_in, n_scan_out = b->n_outputs - n_state;
     if (n_scan_in < 1 || n_state < 0 || n_scan_out < 0 || n->n_out != b->n_outputs)

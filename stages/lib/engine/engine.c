@@ -25,6 +25,17 @@ static void *pk_alloc(packer_t *pk, size_t n, size_t size)
 
 static Parity__Engine *pack_graph(const graph_t *g, packer_t *pk);
 
+/* The subgraph a control-flow node needs and lacks, or NULL (the executor
+ * runs If's branches and Loop's and Scan's bodies; a file may omit them). */
+static const char *missing_subgraph(const node_t *n)
+{
+    if (n->domain && n->domain[0]) return NULL;
+    if (!strcmp(n->op_type, "If"))
+        return !node_sub(n, "then_branch") ? "then_branch" : !node_sub(n, "else_branch") ? "else_branch" : NULL;
+    if (!strcmp(n->op_type, "Loop") || !strcmp(n->op_type, "Scan")) return node_sub(n, "body") ? NULL : "body";
+    return NULL;
+}
+
 static void pack_node(const graph_t *g, const node_t *n, Parity__EngineNode *en, packer_t *pk)
 {
     static char empty[] = "";
@@ -286,6 +297,11 @@ static graph_t *unpack_graph(const Parity__Engine *eng, const char *path, perr_t
             n->sub[k] = unpack_graph(en->subgraph[k]->graph, path, e);
             if (!n->sub[k]) goto fail_g;
             n->sub_attr[n->n_sub++] = xstrdup(en->subgraph[k]->attr);
+        }
+        const char *need = missing_subgraph(n);
+        if (need) {
+            BAD(e, "%s: node '%s' (%s): no %s subgraph", path, n->name, n->op_type, need);
+            goto fail_g;
         }
     }
     g->outputs = xcalloc(eng->n_output + 1, sizeof(int));
