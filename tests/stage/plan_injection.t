@@ -353,5 +353,21 @@ ok(not bad, "MODEL, VARIANTS, PRECISIONS, THREADS, JOBS with any hostile value: 
 canaries = [f for d in (R, W) for f in os.listdir(d) if f.startswith("C")]
 ok(not canaries, "no canary from file names or make variables", canaries)
 
+# ---- tensor names are keys: one with dots ("input.1") is one key ----
+dotted = dict(json.loads(json.dumps(BASE)), name="dotted", input_shapes={"input.1": "1x3x8x8"})
+dotted["compare"]["outputs"] = {"out.0": {"atol": 0.25, "rtol": 0.5}}
+path = os.path.join(W, "dotted.yaml")
+json.dump(dotted, open(path, "w"))
+rc, err = run_plan(path, "out/dotted")
+args = "".join(open(os.path.join(W, "out/dotted", r, f)).read() for r, _, fs in os.walk(os.path.join(W, "out/dotted"))
+               for f in fs if f.endswith(".args")) if rc == 0 else ""
+ok(rc == 0 and '"input.1=1x3x8x8"' in args and "out.0" in args,
+   "tensor names with dots in input_shapes and compare.outputs are accepted and carried", err + args[:500])
+dotted["compare"]["outputs"] = {"out.0": {"atl": 0.25}}
+json.dump(dotted, open(path, "w"))
+rc, err = run_plan(path, "out/dotted2")
+ok(rc == 2 and "unknown key 'compare.outputs.out.0.atl'" in err and "dotted.yaml:" in err,
+   "a typo below a dotted tensor name is an unknown key, named whole", err)
+
 shutil.rmtree(tmp)
 done()

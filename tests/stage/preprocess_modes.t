@@ -96,6 +96,11 @@ out = os.path.join(d, "long_extra")
 preprocess(out, files[:1], config=with_extra("n" * 200, "input_wh"), sets=["resize.size=48x80"])
 wh = load_sample(out, os.path.splitext(os.path.basename(files[0]))[0], "n" * 200)
 t.ok(wh.dtype == np.int64 and wh.tolist() == [[80, 48]], "an extra input named with 200 characters: input_wh", str(wh))
+# a name with dots (PyTorch's exports name inputs "input.1") is one key
+out = os.path.join(d, "dotted_extra")
+preprocess(out, files[:1], config=with_extra("sizes.1", "input_wh"), sets=["resize.size=48x80"])
+wh = load_sample(out, os.path.splitext(os.path.basename(files[0]))[0], "sizes.1")
+t.ok(wh.dtype == np.int64 and wh.tolist() == [[80, 48]], "an extra input named with dots (sizes.1): input_wh", str(wh))
 out = os.path.join(d, "too_long_extra")
 rc, err = run(["--config", with_extra("n" * 300, "input_wh"), "-o", out, files[0]], check=False)
 lines = [l for l in err.splitlines() if l.strip()]

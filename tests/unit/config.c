@@ -159,6 +159,19 @@ static void test_set(void)
     config_free(c);
 }
 
+/* config_check_keys on text: passes (want NULL) or fails with a message
+ * that starts with want. */
+static void keys_case(const char *text, const char *const *pats, const char *want, const char *name)
+{
+    perr_t e;
+    config_t *c = parse(text, &e);
+    memset(&e, 0, sizeof e);
+    int rc = c ? config_check_keys(c, pats, &e) : -2;
+    if (!want) ok(rc == 0, "%s: %s", name, e.msg);
+    else ok(rc < 0 && !strncmp(e.msg, want, strlen(want)), "%s: %s", name, e.msg);
+    config_free(c);
+}
+
 static void test_keys_and_json(void)
 {
     perr_t e;
@@ -178,6 +191,16 @@ static void test_keys_and_json(void)
     ok(config_check_keys(c, pats, &e) < 0 && strstr(e.msg, "unknown key 'inputs.b.shape'"),
        "unknown key from --set: %s", e.msg);
     config_free(c);
+    /* a key is one part of the path whatever it holds: tensor names such as
+     * "input.1" are keys under a '*' */
+    keys_case("inputs:\n  input.1: {dtype: x}\n  a.b.c: {dtype: y}\n", pats, NULL, "keys holding dots match a wildcard");
+    keys_case("inputs:\n  input.1: {dtyp: x}\n", pats, "x.yaml:2:13: unknown key 'inputs.input.1.dtyp'",
+              "unknown key below a dotted key");
+    const char *const outs[] = { "outs.*", "outs.*.atol", NULL };
+    keys_case("outs:\n  a.b: {atol: 1}\n  c: {}\n  d: ~\n", outs, NULL, "a key some pattern ends at: what the deeper ones name");
+    keys_case("outs:\n  a.b: {atl: 1}\n", outs, "x.yaml:2:9: unknown key 'outs.a.b.atl'",
+              "a key some pattern ends at: nothing else below it");
+    keys_case("resize.size: 3x3\n", pats, "x.yaml:1:1: unknown key 'resize.size'", "a dotted key is not the nested one");
 
     c = parse("a: 1\nb: 0.5\nc: true\nd: ~\ne: \"7\"\nf: [1, x, -.inf]\ng: {h: 0x10}\n", &e);
     json_t *j = config_to_json(c);

@@ -329,22 +329,22 @@ static int part_count(const char *s)
     return n;
 }
 
-/* Does pattern's first depth parts match path's parts? path has depth parts. */
-static int prefix_match(const char *pat, const char *path)
+/* Do pattern's first nseg parts match the key path seg[0..nseg)? A key is
+ * one part whatever it holds: a tensor name such as "input.1" under
+ * "input_shapes.*" is one key, matched by the '*', never three parts. */
+static int prefix_match(const char *pat, const char *const *seg, int nseg)
 {
-    for (;;) {
-        size_t pl = strcspn(pat, "."), ql = strcspn(path, ".");
-        if (!(pl == 1 && pat[0] == '*') && (pl != ql || strncmp(pat, path, pl) != 0))
+    for (int i = 0; i < nseg; i++) {
+        size_t pl = strcspn(pat, ".");
+        if (!(pl == 1 && pat[0] == '*') && (pl != strlen(seg[i]) || strncmp(pat, seg[i], pl) != 0))
             return 0;
         pat += pl;
-        path += ql;
-        if (!*path)
-            return 1;
-        if (!*pat)
+        if (i + 1 < nseg && !*pat)
             return 0;
-        pat++;
-        path++;
+        if (*pat)
+            pat++;
     }
+    return 1;
 }
 
 static size_t edit_distance(const char *a, const char *b)
@@ -392,18 +392,30 @@ static int unknown_key(const cfg_node_t *nd, const char *path, const char *const
     return BAD(e, "%s: unknown key '%s'", w, path);
 }
 
-static int check_node(const cfg_node_t *nd, char *path, size_t cap, int depth,
-                      const char *const *pats, perr_t *e)
+/* Keys nested deeper than any pattern reaches are never walked (a key
+ * that no pattern goes into is either whole or unknown). */
+#define KEY_DEPTH 32
+
+/* The key path seg[0..depth) joined with dots, for messages. */
+static void join_path(char *out, size_t cap, const char *const *seg, int depth)
 {
-    size_t base = strlen(path);
+    size_t at = 0;
+    out[0] = 0;
+    for (int i = 0; i < depth && at < cap; i++)
+        at += (size_t)snprintf(out + at, cap - at, "%s%s", i ? "." : "", seg[i]);
+}
+
+static int check_node(const cfg_node_t *nd, const char **seg, int depth, const char *const *pats, perr_t *e)
+{
+    if (depth >= KEY_DEPTH)
+        return 0;
     for (int64_t i = 0; i < nd->n; i++) {
         char idx[32];
-        const char *k = nd->kind == CFG_MAP ? nd->keys[i] : idx;
         snprintf(idx, sizeof idx, "%lld", (long long)i);
-        snprintf(path + base, cap - base, "%s%s", base ? "." : "", k);
+        seg[depth] = nd->kind == CFG_MAP ? nd->keys[i] : idx;
         int whole = 0, inner = 0;
         for (int p = 0; pats[p]; p++) {
-            if (!prefix_match(pats[p], path))
+            if (!prefix_match(pats[p], seg, depth + 1))
                 continue;
             if (part_count(pats[p]) == depth + 1)
                 whole = 1;
@@ -417,20 +429,21 @@ static int check_node(const cfg_node_t *nd, char *path, size_t cap, int depth,
                 at.line = nd->key_pos[2 * i];
                 at.col = nd->key_pos[2 * i + 1];
             }
-            int r = unknown_key(&at, path, pats, e);
-            path[base] = 0;
-            return r;
+            char path[1024];
+            join_path(path, sizeof path, seg, depth + 1);
+            return unknown_key(&at, path, pats, e);
         }
-        if (!whole && (ch->kind == CFG_MAP || ch->kind == CFG_SEQ) &&
-            check_node(ch, path, cap, depth + 1, pats, e) < 0)
+        /* below a key that some pattern ends at and another goes past
+         * ("compare.outputs.*" and "compare.outputs.*.atol"), a mapping
+         * holds only what the deeper ones name */
+        if (inner && (ch->kind == CFG_MAP || ch->kind == CFG_SEQ) && check_node(ch, seg, depth + 1, pats, e) < 0)
             return -1;
-        path[base] = 0;
     }
     return 0;
 }
 
 int config_check_keys(const config_t *c, const char *const *patterns, perr_t *e)
 {
-    char path[1024] = "";
-    return check_node(c->root, path, sizeof path, 0, patterns, e);
+    const char *seg[KEY_DEPTH];
+    return check_node(c->root, seg, 0, patterns, e);
 }
