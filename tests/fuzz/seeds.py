@@ -64,6 +64,12 @@ b = io.BytesIO(); Image.new("RGB", (2, 2), (10, 200, 30)).save(b, "PNG"); put("p
 for kind, folder in [("config_precision", "precisions"), ("config_preprocess", "preprocess"), ("config_model", "models")]:
     for f in sorted(os.listdir(f"configs/{folder}")):
         put(kind, f, open(f"configs/{folder}/{f}", "rb").read())
+# tensor names holding dots are single keys (PyTorch's exports: input.1)
+put("config_model", "dotted-tensor-names.yaml", "# tensor names holding dots are single keys (PyTorch's exports: input.1)\nmodel: m.onnx\ninputs: sets\n"
+    "input_shapes:\n  input.1: 1x3x8x8\nprecisions: [fp32]\ncompare:\n  outputs:\n    out.0: {atol: 0.25, rtol: 0.5}\n"
+    "    logits: {atol: 1}\n")
+put("config_preprocess", "dotted-extra.yaml", "# an extra input whose name holds dots is one key\ninput: {name: input.1}\n"
+    "resize: {size: 64x64}\nextra:\n  orig_target_sizes.1: orig_wh\n  im_shape: im_shape\n")
 put("config_detection", "rtdetr.yaml", "labels: labels\nboxes: boxes\nscores: scores\nbox_format: xyxy\n"
     "box_coords: original\nlabel_map: [1, 2, 3, 4, 5, 6]\n")
 put("config_detection", "yolo.yaml", "boxes: out0\nbox_format: cxcywh\nbox_coords: normalized\nthreshold: 0.25\ntop_k: 100\nclip: true\n")
