@@ -14,6 +14,7 @@
 #include "io/npy.h"
 #include "prep.h"
 #include "tensor/half.h"
+#include "io/tensorset.h"
 #include "util/fsutil.h"
 
 /* Brings the decoded image to the configured channels (see color.h). */
@@ -136,13 +137,11 @@ static int write_extra(const prep_extra_t *x, const prep_cfg_t *p, const image_t
         v[0] = x->kind == EXTRA_IM_SHAPE ? (float)p->h : (float)g->scale_y;
         v[1] = x->kind == EXTRA_IM_SHAPE ? (float)p->w : (float)g->scale_x;
     }
-    char *enc = name_encode(x->name);
-    char file[600];
-    snprintf(file, sizeof file, "%s.npy", enc);
+    char *file = tensor_file_name(x->name);
     char *path = path_join(dir, file);
     int rc = npy_write(path, &t, e);
     free(path);
-    free(enc);
+    free(file);
     tensor_free_data(&t);
     return rc;
 }
@@ -235,10 +234,9 @@ static int write_sample(const prep_cfg_t *p, const prep_sample_t *s, const image
     snprintf(oname, n, ".old.%s.%ld", enc, (long)getpid());
     char *tmp = path_join(outdir, tname), *old = path_join(outdir, oname);
     char *final = path_join(outdir, enc);
-    char *ienc = name_encode(p->input_name);
-    char file[600];
-    snprintf(file, sizeof file, "%s.npy", ienc);
+    char *file = tensor_file_name(p->input_name);
     char *tpath = path_join(tmp, file);
+    free(file);
     remove_flat_dir(tmp);
     int rc = mkdir_p(tmp, e);
     if (!rc)
@@ -255,7 +253,6 @@ static int write_sample(const prep_cfg_t *p, const prep_sample_t *s, const image
     if (rc)
         remove_flat_dir(tmp);
     free(tpath);
-    free(ienc);
     free(final);
     free(old);
     free(tmp);

@@ -26,7 +26,7 @@
 #include <string.h>
 #include "prep.h"
 #include "config/schema.h"
-#include "util/fsutil.h"
+#include "io/tensorset.h"
 
 static const char *const modes[] = { "stretch", "letterbox", "center-crop", NULL };
 static const char *const colors[] = { "rgb", "bgr", "gray", "rgba", "bgra", NULL };
@@ -144,13 +144,13 @@ static int get_extras(const config_t *c, prep_cfg_t *p, perr_t *e)
         int kind = 0;
         if (cfg_node_enum(ex->items[i], key, extra_kinds, &kind, e) < 0)
             return -1;
-        char *enc = name_encode(ex->keys[i]);   /* its file: OUT/<sample>/<encoded name>.npy */
-        size_t len = strlen(enc);
-        free(enc);
-        if (len + 4 > 255) {
+        char *file = tensor_file_name(ex->keys[i]);   /* written as OUT/<sample>/FILE */
+        size_t bytes = strlen(file);
+        free(file);
+        if (bytes > 255) {
             char w[512];
             return BAD(e, "%s: extra: the name '%.40s...' is too long for a file name (%zu bytes encoded, at most 251)",
-                       cfg_node_where(ex->items[i], w, sizeof w), ex->keys[i], len);
+                       cfg_node_where(ex->items[i], w, sizeof w), ex->keys[i], bytes - 4);
         }
         p->extra[p->nextra].name = xstrdup(ex->keys[i]);
         p->extra[p->nextra++].kind = (prep_extra_kind_t)kind;

@@ -7,6 +7,7 @@
 #include "coco/coco_int.h"
 #include "coco/decode.h"
 #include "io/npy.h"
+#include "io/tensorset.h"
 #include "util/fsutil.h"
 
 typedef struct meta {
@@ -113,12 +114,8 @@ static int read_meta(const char *path, const coco_gt_t *gt, const name_id_t *fil
 static int read_tensor(const char *dir, const char *name, int per, tensor_t *t, int64_t *count,
                        perr_t *e)
 {
-    char *enc = name_encode(name);
-    size_t n = strlen(enc) + 5;
-    char *file = xmalloc(n);
-    snprintf(file, n, "%s.npy", enc);
+    char *file = tensor_file_name(name);
     char *path = path_join(dir, file);
-    free(enc);
     free(file);
     int rc = 0;
     if (!file_exists(path)) {

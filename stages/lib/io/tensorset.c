@@ -138,16 +138,24 @@ int tensorset_read(const char *path, tensor_set_t *s, perr_t *e)
     return rc;
 }
 
+char *tensor_file_name(const char *name)
+{
+    char *enc = name_encode(name);
+    size_t n = strlen(enc) + 5;
+    char *file = xmalloc(n);
+    snprintf(file, n, "%s.npy", enc);
+    free(enc);
+    return file;
+}
+
 int tensorset_write(const char *dir, const tensor_set_t *s, perr_t *e)
 {
     if (mkdir_p(dir, e)) return -1;
     for (int i = 0; i < s->n; i++) {
-        char *enc = name_encode(s->names[i]);
-        char *file = xmalloc(strlen(enc) + 5);
-        sprintf(file, "%s.npy", enc);
+        char *file = tensor_file_name(s->names[i]);
         char *full = path_join(dir, file);
         int rc = npy_write(full, s->ts[i], e);
-        free(full); free(file); free(enc);
+        free(full); free(file);
         if (rc) return -1;
     }
     return 0;

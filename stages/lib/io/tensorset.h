@@ -16,6 +16,9 @@ typedef struct tensor_set {
 
 /* Reads a folder (or a single .npz / Polygraphy JSON file where supported). */
 int tensorset_read(const char *path, tensor_set_t *s, perr_t *e);
+/* The file a tensor named name is stored in: its name_encode()d name plus
+ * .npy (malloc'd). */
+char *tensor_file_name(const char *name);
 /* Writes every tensor as DIR/<encoded name>.npy (atomic per file; DIR created). */
 int tensorset_write(const char *dir, const tensor_set_t *s, perr_t *e);
 /* Adds a tensor; the set takes ownership of t. */
