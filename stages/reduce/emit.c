@@ -43,7 +43,7 @@ static json_t *report_json(const rd_ctx_t *c)
                                               r->has_acc ? check_json(&r->acc) : json_null()));
     }
     return json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:o,s:i,s:i,s:i,s:s,s:o,s:o,s:o,s:o,s:o,s:i}",
-                     "model", c->cell->model, "cell", c->cell->name, ""precision",
+                     "model", c->cell->model, "cell", c->cell->name, "precision",
                      c->global ? c->global : "", "precision_config",
                      c->cell->config ? c->cell->config : "", "start", c->start_reason, "target",
                      c->sg.val[c->target], "target_in_whole_model", check_json(&c->target_full), "nodes_before",

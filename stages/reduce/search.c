@@ -44,7 +44,8 @@ static graph_t *build_whole(rd_ctx_t *c, const char *precision, const char *conf
     int ns;
     char **shapes = input_shapes(c, &ns);
     build_opts_t o = {.input_shapes = (const char **)shapes, .n_input_shapes = ns, .precision = precision,
-                      .precision_config = config, .no_fusion = no_fusion};
+                      .precision_config = config, .no_fusion = no_fusion,
+                      .quiet_rules = no_fusion};
     engine_meta_t m;
     graph_t *g = engine_build(c->cell->model, &o, &m, e);
     if (g && !no_fusion) c->global = m.precision;
@@ -171,7 +172,7 @@ int rd_eval(rd_ctx_t *c, unsigned char *keep, int out, rd_check_t *r, tensor_set
     char *path = path_join(c->work, "candidate.onnx");
     int rc = sg_pack(&c->sg, keep, cut, in_t, ncut, &out, &out_t, 1, "reduced", &buf, &len, &pe);
     if (!rc) { rc = atomic_write(path, buf, len, e); free(buf); if (rc) { free(path); free(in_t); free(cut); return -1; } }
-    build_opts_t o = {.precision = c->cell->precision, .precision_config = c->cell->config};
+    build_opts_t o = {.precision = c->cell->precision, .precision_config = c->cell->config, .quiet_rules = 1};
     engine_meta_t m;
     graph_t *g = rc ? NULL : engine_build(path, &o, &m, &pe);
     free(path);
