@@ -40,6 +40,7 @@ void rd_check_tensor(const rd_cell_t *cell, const char *name, int is_output, con
     r->mismatches = st.mismatches;
     int64_t extra = nonfinite(&st.a) - nonfinite(&st.b);
     if (extra > 0) {
+        r->extra_nonfinite = extra;
         r->fail = r->nonfinite = 1;
         snprintf(r->why, sizeof r->why, "%lld non-finite value(s) where the reference is finite", (long long)extra);
     } else if (cell->rule.layer_snr_db > 0 && dtype_is_float(b->dtype)) {

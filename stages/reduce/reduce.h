@@ -22,7 +22,7 @@ typedef struct rd_cell {
 typedef struct rd_check {
     int fail, nonfinite;          /* fails the rule; holds NaN/Inf the reference does not */
     double max_abs, max_rel, snr_db;
-    int64_t n, mismatches;
+    int64_t n, mismatches, extra_nonfinite;
     char why[160];
 } rd_check_t;
 
