@@ -63,10 +63,12 @@ static void names_add(names_t *l, char *s)
     l->v[l->n++] = s;
 }
 
+static int cmp_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+/* l sorted by cmp_name */
 static int names_has(const names_t *l, const char *s)
 {
-    for (int i = 0; i < l->n; i++) if (!strcmp(l->v[i], s)) return 1;
-    return 0;
+    return l->n && bsearch(&s, l->v, l->n, sizeof *l->v, cmp_name) != NULL;
 }
 
 /* Every name a nested graph reads and every name it defines (all depths). */
@@ -94,24 +96,34 @@ static void walk_graph(const Onnx__GraphProto *g, names_t *reads, names_t *defs)
     walk_attrs(g->node, g->n_node, reads, defs);
 }
 
-static void add_read(sg_model_t *s, int node, int v)
+/* Reads of one node, each value once (stamp: the last node that read it,
+ * so a node with many inputs costs linear time). */
+static void add_read(sg_model_t *s, int node, int v, int **stamp, int *cap)
 {
-    for (int k = 0; k < s->n_in[node]; k++) if (s->in[node][k] == v) return;
+    if (v >= *cap) {
+        int nc = 2 * (v + 1);
+        *stamp = xrealloc(*stamp, nc * sizeof **stamp);
+        for (int i = *cap; i < nc; i++) (*stamp)[i] = -1;
+        *cap = nc;
+    }
+    if ((*stamp)[v] == node) return;
+    (*stamp)[v] = node;
     s->in[node] = xrealloc(s->in[node], (s->n_in[node] + 1) * sizeof **s->in);
     s->in[node][s->n_in[node]++] = v;
 }
 
 /* Explicit inputs, then the outer-scope values its subgraphs read. */
-static void index_node(sg_model_t *s, int i)
+static void index_node(sg_model_t *s, int i, int **stamp, int *cap)
 {
     Onnx__NodeProto *n = s->m->graph->node[i];
     for (size_t k = 0; k < n->n_input; k++)
-        if (n->input[k] && n->input[k][0]) add_read(s, i, intern(s, n->input[k]));
+        if (n->input[k] && n->input[k][0]) add_read(s, i, intern(s, n->input[k]), stamp, cap);
     names_t reads = {0}, defs = {0};
     walk_attrs(&n, 1, &reads, &defs);
+    if (defs.n) qsort(defs.v, defs.n, sizeof *defs.v, cmp_name);
     for (int k = 0; k < reads.n; k++) {
         int v = names_has(&defs, reads.v[k]) ? -1 : sg_value(s, reads.v[k]);
-        if (v >= 0) add_read(s, i, v);
+        if (v >= 0) add_read(s, i, v, stamp, cap);
     }
     free(reads.v);
     free(defs.v);
@@ -159,7 +171,9 @@ int sg_load(const char *path, sg_model_t *s, perr_t *e)
             s->out[i][s->n_out[i]++] = v;
         }
     }
-    for (int i = 0; i < s->n_nodes; i++) index_node(s, i);
+    int *stamp = NULL, cap = 0;
+    for (int i = 0; i < s->n_nodes; i++) index_node(s, i, &stamp, &cap);
+    free(stamp);
     return 0;
 }
 
