@@ -42,12 +42,12 @@ static json_t *report_json(const rd_ctx_t *c)
                                               r->has_own ? check_json(&r->own) : json_null(), "in_reduced",
                                               r->has_acc ? check_json(&r->acc) : json_null()));
     }
-    return json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:o,s:i,s:i,s:i,s:s,s:o,s:o,s:o,s:o,s:o,s:i}",
+    return json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:o,s:i,s:i,s:b,s:i,s:s,s:o,s:o,s:o,s:o,s:o,s:i}",
                      "model", c->cell->model, "cell", c->cell->name, "precision",
                      c->global ? c->global : "", "precision_config",
                      c->cell->config ? c->cell->config : "", "start", c->start_reason, "target",
                      c->sg.val[c->target], "target_in_whole_model", check_json(&c->target_full), "nodes_before",
-                     c->sg.n_nodes, "nodes_window", c->window_nodes, "nodes_after", c->n_keep, "verdict",
+                     c->sg.n_nodes, "nodes_window", c->window_nodes, "trimmed", c->trimmed, "nodes_after", c->n_keep, "verdict",
                      c->accumulating ? "accumulating" : "layer", "guilty_layers", guilty, "measured",
                      check_json(&c->measured), "inputs", ins, "kept", kept, "profile", prof, "evaluations", c->evals);
 }
@@ -80,8 +80,8 @@ static int write_repro(const rd_ctx_t *c, const char *path, perr_t *e)
     fprintf(f, "# Reduced reproducer: %s\n\n", c->sg.val[c->target]);
     fprintf(f, "From `%s`%s%s at %s (precision config `precision.yaml`, a copy of `%s`).\n\n", c->cell->model,
             c->cell->name[0] ? ", cell " : "", c->cell->name, prec, c->cell->config ? c->cell->config : "(none)");
-    fprintf(f, "- layers: %d of the model's %d (%d after bisection, before trimming)\n", c->n_keep, c->sg.n_nodes,
-            c->window_nodes);
+    fprintf(f, "- layers: %d of the model's %d (%d after bisection, %s)\n", c->n_keep, c->sg.n_nodes,
+            c->window_nodes, c->trimmed ? "before trimming" : "too many to trim");
     fprintf(f, "- started from the %s `%s`\n", c->start_reason, c->sg.val[c->target]);
     if (c->accumulating)
         fprintf(f, "- **verdict: the error accumulates** — no layer of these fails on its own (each within the "
@@ -149,9 +149,8 @@ static int write_inputs(const rd_ctx_t *c, const char *dir, perr_t *e)
     return rc ? -1 : 0;
 }
 
-int rd_emit(rd_ctx_t *c, const char *dir, const char *final_dir, perr_t *e)
+int rd_emit(rd_ctx_t *c, const char *dir, perr_t *e)
 {
-    (void)final_dir;
     const tensor_t **in_t = xcalloc(c->n_cut + 1, sizeof *in_t);
     for (int i = 0; i < c->n_cut; i++) in_t[i] = c->refv[c->cut[i]];
     const tensor_t *out_t = c->refv[c->target];

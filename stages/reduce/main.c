@@ -207,16 +207,17 @@ int main(int argc, char **argv)
     if (!work) perr_die("reduce", &e);
     c.work = work;
     char *cand = path_join(work, "candidate.onnx");
-    if (rd_search(&c, &e) || (remove(cand), rd_emit(&c, work, out, &e))) {
+    if (rd_search(&c, &e) || (remove(cand), rd_emit(&c, work, &e))) {
         remove_tree(work);
         perr_die("reduce", &e);
     }
     free(cand);
     if (dir_stage_commit(work, out, &e)) perr_die("reduce", &e);
-    fprintf(stderr, "reduce: %s: %d of %d layers, output '%s' (%s): %s; %d evaluations, %.1f s; %s/repro.md\n",
-            cell.model, c.n_keep, c.sg.n_nodes, c.sg.val[c.target], c.start_reason,
-            c.accumulating ? "the error accumulates, no layer fails on its own" : "a layer fails on its own",
-            c.evals, now() - t0, out);
+    if (!c.quiet)
+        fprintf(stderr, "reduce: %s: %d of %d layers, output '%s' (%s): %s; %d evaluations, %.1f s; %s/repro.md\n",
+                cell.model, c.n_keep, c.sg.n_nodes, c.sg.val[c.target], c.start_reason,
+                c.accumulating ? "the error accumulates, no layer fails on its own" : "a layer fails on its own",
+                c.evals, now() - t0, out);
     rd_ctx_free(&c);
     rd_cell_free(&cell);
     return 0;

@@ -53,7 +53,10 @@ typedef struct rd_ctx {
     rd_check_t measured;
     rd_row_t *rows; int n_rows;
     int window_nodes;             /* kept nodes after the bisection, before trimming */
+    int trimmed;                  /* the window was small enough to trim (RD_MAX_TRIM) */
 } rd_ctx_t;
+
+#define RD_MAX_TRIM 512
 
 /* check.c */
 void rd_check_tensor(const rd_cell_t *cell, const char *name, int is_output, const tensor_t *a, const tensor_t *b,
@@ -70,7 +73,7 @@ int rd_eval(rd_ctx_t *c, unsigned char *keep, int out, rd_check_t *r, tensor_set
 void rd_ctx_free(rd_ctx_t *c);
 
 /* emit.c */
-int rd_emit(rd_ctx_t *c, const char *dir, const char *final_dir, perr_t *e);
+int rd_emit(rd_ctx_t *c, const char *dir, perr_t *e);
 
 /* plan.c */
 int rd_cell_from_plan(const char *plan, const char *cell, rd_cell_t *out, perr_t *e);

@@ -312,8 +312,12 @@ int rd_search(rd_ctx_t *c, perr_t *e)
     if (bisect(c, ord, na, c->keep, e)) { free(ord); return -1; }
     free(ord);
     c->window_nodes = count(c, c->keep);
-    say(c, "window '%s': %d layer(s): trimming side branches", c->sg.val[c->target], c->window_nodes);
-    if (trim(c, c->keep, e)) return -1;
+    /* trimming costs an evaluation per node: a window this large is an
+     * accumulation through most of the model, handed back as it is */
+    c->trimmed = c->window_nodes <= RD_MAX_TRIM;
+    say(c, c->trimmed ? "window '%s': %d layer(s): trimming side branches" : "window '%s': %d layer(s): too many to trim",
+        c->sg.val[c->target], c->window_nodes);
+    if (c->trimmed && trim(c, c->keep, e)) return -1;
     rd_check_t r;
     if (reproduces(c, c->keep, &r, e) != 1) return INTERNAL(e, "the trimmed subgraph no longer fails");
     c->n_keep = count(c, c->keep);
