@@ -11,8 +11,9 @@
 #  - Accumulating error (NAFNet with the mixed config: every layer within
 #    the rule on its own, the chain not): said so, every layer's own error
 #    passing, the window's output failing.
-#  - An If on the path (the overflow inside its then-branch, reading an
-#    outer-scope value): the If kept whole, its outer value a graph input.
+#  - An If and a Loop on the path (the overflow inside the then-branch or the
+#    body, reading an outer-scope value): the node kept whole, its outer value
+#    a graph input.
 #  - Every reduced model: valid ONNX whose nodes are the original's byte for
 #    byte (names, attributes, opset); ONNX Runtime runs it on the recorded
 #    inputs and agrees with the reference output; parity at the failing
@@ -219,6 +220,41 @@ if ok(d is not None, "%s: FP32 reference dump" % tag, err):
         ok([n.name for n in red.graph.node] == ["/branch/If"] and sorted(rep["inputs"]) == ["c", "y"] and
            rep["guilty_layers"] == ["/branch/If"],
            "%s: the If kept whole, its outer-scope value y and its condition the inputs: %s" % (tag, rep["inputs"]))
+
+# ---- a Loop on the path: its body squares the carried value by an outer-scope one --
+tag = "loop-body"
+body = helper.make_graph([helper.make_node("Identity", ["cin"], ["cout"], name="/body/cond"),
+                          helper.make_node("Mul", ["v", "y"], ["v2"], name="/body/Mul")], "body",
+                         [helper.make_tensor_value_info("i", TP.INT64, []), helper.make_tensor_value_info("cin", TP.BOOL, []),
+                          helper.make_tensor_value_info("v", TP.FLOAT, [1, 64])],
+                         [helper.make_tensor_value_info("cout", TP.BOOL, []),
+                          helper.make_tensor_value_info("v2", TP.FLOAT, [1, 64])])
+nodes = [helper.make_node("Mul", ["x", "k"], ["y"], name="/scale/Mul"),
+         helper.make_node("Loop", ["trips", "go", "y"], ["l"], name="/repeat/Loop", body=body),
+         helper.make_node("Add", ["l", "b"], ["out"], name="/tail/Add")]
+g = helper.make_graph(nodes, "loopmodel", [helper.make_tensor_value_info("x", TP.FLOAT, [1, 64])],
+                      [helper.make_tensor_value_info("out", TP.FLOAT, [1, 64])],
+                      [numpy_helper.from_array(np.array(300.0, np.float32), "k"),
+                       numpy_helper.from_array(np.array(1, np.int64), "trips"),
+                       numpy_helper.from_array(np.array(True), "go"),
+                       numpy_helper.from_array(np.full((1, 64), 0.5, np.float32), "b")])
+m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+m.ir_version = 7
+loopm = os.path.join(tmp, "loop.onnx")
+onnx.save(m, loopm)
+loopin = os.path.join(tmp, "loop.in")
+write_set(loopin, {"x": np.linspace(0.5, 1.0, 64, dtype=np.float32).reshape(1, 64)})
+d, err = dump_of(loopm, loopin, tag)
+if ok(d is not None, "%s: FP32 reference dump" % tag, err):
+    rule = ["--atol", "1e-2", "--rtol", "1e-2", "--check-error-stat", "max"]
+    rc, out, err = reduce_cell(tag, loopm, loopin, d, os.path.join(prec, "fp16.yaml"), rule)
+    if ok(rc == 0, "%s: reduced (exit 0)" % tag, err):
+        rep = check_reproducer(tag, loopm, out, os.path.join(prec, "fp16.yaml"), rule, 2)
+        red = onnx.load(os.path.join(out, "model.onnx"))
+        ok([n.name for n in red.graph.node] == ["/repeat/Loop"] and rep["inputs"] == ["y"] and
+           sorted(i.name for i in red.graph.initializer) == ["go", "trips"],
+           "%s: the Loop kept whole, y (carried and read by the body) its one input, its trip count and condition "
+           "the initializers it reads" % tag)
 
 # ---- a planted fault in the trained RT-DETR ---------------------------------------
 tag = "rtdetr-planted"
