@@ -52,9 +52,13 @@ static json_t *report_json(const rd_ctx_t *c)
                      check_json(&c->measured), "inputs", ins, "kept", kept, "profile", prof, "evaluations", c->evals);
 }
 
-/* Shell-quoted text (single quotes; ' as '\''). */
+/* Shell-quoted text where it needs quoting (single quotes; ' as '\''). */
 static void put_sq(FILE *f, const char *s)
 {
+    if (*s && strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_./:%,=+-") == strlen(s)) {
+        fputs(s, f);
+        return;
+    }
     fputc('\'', f);
     for (; *s; s++) { if (*s == '\'') fputs("'\\''", f); else fputc(*s, f); }
     fputc('\'', f);
@@ -109,7 +113,9 @@ static int write_repro(const rd_ctx_t *c, const char *path, perr_t *e)
     fprintf(f, "## TensorRT\n\n```sh\ntrtexec --onnx=model.onnx%s", trt_flag(prec));
     for (int i = 0; i < c->n_cut; i++) {
         char *enc = name_encode(c->sg.val[c->cut[i]]), *spec = xmalloc(strlen(enc) + strlen(c->sg.val[c->cut[i]]) + 32);
-        sprintf(spec, "%s:inputs-raw/%s.bin", c->sg.val[c->cut[i]], enc);
+        /* trtexec splits at ':': a name holding one is quoted for it */
+        sprintf(spec, strchr(c->sg.val[c->cut[i]], ':') ? "'%s':inputs-raw/%s.bin" : "%s:inputs-raw/%s.bin",
+                c->sg.val[c->cut[i]], enc);
         fputs(i ? "," : " --loadInputs=", f);
         put_sq(f, spec);
         free(enc); free(spec);
