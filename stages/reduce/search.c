@@ -71,6 +71,28 @@ static void ref_take(rd_ctx_t *c, const char *name, tensor_t *t)
     tensorset_add(&c->ref, name, t);
 }
 
+static int is_graph_output(const rd_ctx_t *c, int v);
+
+/* A graph output the dump holds must be what the FP32 run of these inputs
+ * gives (the same engine, up to kernel order): else the dump is another
+ * sample's, or another model's. */
+static int check_sample(const rd_ctx_t *c, const char *name, const tensor_t *a, perr_t *e)
+{
+    int v = sg_value(&c->sg, name);
+    const tensor_t *b = tensorset_get(&c->ref, name);
+    if (v < 0 || !b || !is_graph_output(c, v) || !dtype_is_float(a->dtype) || !dtype_is_float(b->dtype)) return 0;
+    double diff = 0, mag = 0;
+    int same = tensor_same_shape(a, b);
+    for (int64_t i = 0, n = same ? tensor_numel(a) : 0; i < n; i++) {
+        double x = tensor_get_f64(a, i), y = tensor_get_f64(b, i);
+        if (isfinite(x) && isfinite(y)) { diff = fmax(diff, fabs(x - y)); mag = fmax(mag, fabs(y)); }
+        else if (!(isnan(x) && isnan(y)) && x != y) diff = INFINITY;
+    }
+    if (same && diff <= 1e-4 * mag) return 0;
+    return BAD(e, "reference dump '%s': output '%s' is not the FP32 result of inputs '%s' (%s): the dump of another "
+                  "sample or model?", c->cell->dump, name, c->cell->inputs, same ? "values differ" : "shapes differ");
+}
+
 int rd_reference(rd_ctx_t *c, perr_t *e)
 {
     if (!is_dir(c->cell->inputs)) return BAD(e, "inputs '%s': not a folder of tensors", c->cell->inputs);
@@ -80,6 +102,7 @@ int rd_reference(rd_ctx_t *c, perr_t *e)
             return BAD(e, "reference dump '%s': not found (infer --dump all on the reference engine writes it)", c->cell->dump);
         tensor_set_t d;
         if (tensorset_read(c->cell->dump, &d, e)) return -1;
+        if (!d.n) { tensorset_free(&d); return BAD(e, "reference dump '%s': holds no tensor", c->cell->dump); }
         for (int i = 0; i < d.n; i++) { ref_take(c, d.names[i], d.ts[i]); free(d.names[i]); }
         free(d.names); free(d.ts);
     }
@@ -91,8 +114,10 @@ int rd_reference(rd_ctx_t *c, perr_t *e)
     int rc = run_dump(c, g, &c->inputs, "all", &r, e);
     graph_free(g);
     if (rc) return perr_prefix(e, "%s: the FP32 reference run: ", c->cell->model);
+    for (int i = 0; i < r.n && !rc; i++) rc = check_sample(c, r.names[i], r.ts[i], e);
     for (int i = 0; i < r.n; i++) { ref_take(c, r.names[i], r.ts[i]); free(r.names[i]); }
     free(r.names); free(r.ts);
+    if (rc) return -1;
     for (int i = 0; i < c->inputs.n; i++) ref_take(c, c->inputs.names[i], tensor_clone(c->inputs.ts[i]));
     c->refv = xcalloc(c->sg.n_vals + 1, sizeof *c->refv);
     c->have = xcalloc(c->sg.n_vals + 1, 1);

@@ -20,8 +20,8 @@
 #    precision fails compare's check on it with the recorded error (numpy's
 #    own max |a-b| or count of new non-finite values).
 #  - Deterministic: a second run at another thread count gives the same bytes.
-#  - Bad input: a passing cell exits 1 "nothing to reduce"; a missing dump, a
-#    plan cell that does not exist or runs on another backend, a file that is
+#  - Bad input: a passing cell exits 1 "nothing to reduce"; a missing, empty
+#    or another sample's dump, a plan cell that does not exist or runs on another backend, a file that is
 #    no ONNX: exit 2, one line naming it; make refuses a CELL with odd characters.
 import json
 import os
@@ -289,6 +289,18 @@ missing = os.path.join(tmp, "no-such-dump")
 rc, _, err = run("reduce", SEEDS[0][1], "--inputs", SEEDS[0][2], "--reference", missing, "--config", SEEDS[0][3],
                  "-o", os.path.join(tmp, "x"))
 ok(one_line_error(rc, err, missing, "dump"), "a missing dump: exit 2, one line naming it", err)
+if dumps["nafnet-ln"]:
+    flipped = os.path.join(tmp, "flipped.in")
+    write_set(flipped, {"x": np.ascontiguousarray(np.load(os.path.join(SEEDS[0][2], "x.npy"))[:, :, ::-1])})
+    rc, _, err = run("reduce", SEEDS[0][1], "--inputs", flipped, "--reference", dumps["nafnet-ln"], "--config",
+                     SEEDS[0][3], "-o", os.path.join(tmp, "x"))
+    ok(one_line_error(rc, err, dumps["nafnet-ln"], "output", "another sample"),
+       "a dump of another sample (the input flipped): exit 2, one line naming the dump", err)
+    empty = os.path.join(tmp, "empty.dump")
+    os.makedirs(empty)
+    rc, _, err = run("reduce", SEEDS[0][1], "--inputs", SEEDS[0][2], "--reference", empty, "--config", SEEDS[0][3],
+                     "-o", os.path.join(tmp, "x"))
+    ok(one_line_error(rc, err, empty, "no tensor"), "an empty dump folder: exit 2, one line naming it", err)
 notonnx = os.path.join(tmp, "not.onnx")
 open(notonnx, "w").write("hello")
 rc, _, err = run("reduce", notonnx, "--inputs", SEEDS[0][2], "--reference", missing, "--precision", "fp16",
