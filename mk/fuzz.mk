@@ -20,6 +20,7 @@ FUZZ_SAN     := -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-poin
 FUZZ_STAGE_config_model      := plan
 FUZZ_STAGE_config_preprocess := preprocess
 FUZZ_STAGE_plan              := report
+FUZZ_STAGE_reduce_plan       := reduce
 fuzz_objs = $(O)/obj/tests/fuzz/harness/$(1).o $(O)/obj/tests/fuzz/driver/fuzz.o \
             $(patsubst %.c,$(O)/obj/%.o,$(filter-out %/main.c,$(if $(FUZZ_STAGE_$(1)),$(wildcard stages/$(FUZZ_STAGE_$(1))/*.c))))
 $(O)/obj/tests/fuzz/harness/%.o: ALL_CFLAGS += -Istages

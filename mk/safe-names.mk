@@ -8,7 +8,7 @@ SAFE_NAMES_MK := 1
 # The variables that reach plan.mk's rules and recipes. A value given on the
 # command line or in the environment is taken as text ($(value)), never
 # expanded: MODEL='$(shell ...)' runs nothing, it is refused below.
-SAFE_VARS  := MODEL VARIANTS PRECISIONS THREADS JOBS
+SAFE_VARS  := MODEL VARIANTS PRECISIONS THREADS JOBS CELL
 safe_chars := A B C D E F G H I J K L M N O P Q R S T U V W X Y Z \
               a b c d e f g h i j k l m n o p q r s t u v w x y z 0 1 2 3 4 5 6 7 8 9 . _ -
 safe_empty :=

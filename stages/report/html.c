@@ -469,6 +469,8 @@ static void write_details(FILE *f, const report_t *r)
                 esc(f, r->checks[k].reason);
                 fprintf(f, "</p>\n");
             }
+        if (cell_failed(c) && !c->is_reference) { fprintf(f, "<p>Smallest failing subgraph: <code>make reduce MODEL="); esc(f, r->model);
+            fprintf(f, " CELL="); esc(f, c->name); fprintf(f, "</code> (docs/reduce.md)</p>\n"); }
         const char *diag = json_string_value(json_object_get(first_sample(c->layerwise), "diagnosis"));
         if (diag && *diag && c->outcome != OUT_PASS) { fprintf(f, "<p>Layerwise: "); esc(f, diag); fprintf(f, "</p>\n"); }
         if (c->layerwise) chart_layers(f, r, c, i);

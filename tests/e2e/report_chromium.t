@@ -78,6 +78,9 @@ ok(any(i.startswith("layers-") for i in ids) and any(i.startswith("hist-") for i
 ok(dom.count("<details") >= 1 and "first failure:" in dom, "the failing cell's first diverging layer is marked")
 mixed = re.search(r'<details class="cell"><summary><b>inputs__mixed</b>(.*?)</details>', dom, re.S)
 ok(mixed and "first failure:" not in mixed.group(1), "the passing mixed cell has no first-failure marker")
+fp16 = re.search(r'<details class="cell"><summary><b>inputs__fp16</b>(.*?)</details>', dom, re.S)
+ok(fp16 and "make reduce MODEL=nafnet-ln CELL=inputs__fp16" in fp16.group(1) and "make reduce" not in mixed.group(1),
+   "the failing cell names its reducer command, the passing one none")
 empty = [cid for cid, body in charts if not re.search(r"<(rect|polyline)\b", body)]
 ok(not empty, "every chart has bars or lines (empty: %s)" % empty)
 bad = {cid: overlaps(body) for cid, body in charts if overlaps(body)}

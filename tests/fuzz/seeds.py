@@ -28,6 +28,9 @@ def npy(a):
 models = ["test_relu", "test_add_bcast", "test_conv_with_strides_padding", "test_slice"]
 for m in models:
     put("onnx", m + ".onnx", open(f"{data}/{m}/model.onnx", "rb").read())
+    put("onnx_subgraph", m + ".onnx", open(f"{data}/{m}/model.onnx", "rb").read())
+# an If whose branches read an outer-scope value (reduce's implicit inputs)
+put("onnx_subgraph", "test_if.onnx", open(f"{data}/test_if/model.onnx", "rb").read())
     put("pb", m + ".pb", open(f"{data}/{m}/test_data_set_0/input_0.pb", "rb").read())
 for m in models[:2]:
     eng, lay = os.path.join(tmp, m + ".engine"), os.path.join(tmp, m + ".json")
@@ -86,4 +89,6 @@ put("coco_results", "small.json", json.dumps([{"image_id": 1, "category_id": 1, 
 subprocess.run([f"{bindir}/plan", "configs/models/convclip.yaml", "-o", os.path.join(tmp, "plan")], check=True,
                stdout=subprocess.DEVNULL)
 put("plan", "convclip.json", open(os.path.join(tmp, "plan", "plan.json"), "rb").read())
+# reduce's reading of a cell: the cell's name, then plan.json
+put("reduce_plan", "convclip-tf32.txt", b"inputs__tf32\n" + open(os.path.join(tmp, "plan", "plan.json"), "rb").read())
 shutil.rmtree(tmp)

@@ -40,7 +40,7 @@ graph_t *engine_build(const char *model_path, const build_opts_t *o, engine_meta
     if (graph_fold(g, MAX_FOLD_BYTES, e) < 0) goto fail;
     graph_remove_dead(g);
     pp.fuse = !o->no_fusion;
-    if (precision_apply(g, &pp, stderr, e)) goto fail;
+    if (precision_apply(g, &pp, o->quiet_rules ? NULL : stderr, e)) goto fail;
     m->arena_bytes = graph_plan_memory(g);
     precision_policy_free(&pp);
     return g;
