@@ -44,6 +44,31 @@ def set_precision(p):
     torch.backends.cudnn.benchmark = False
 
 
+GEMM_OPS = ("Conv", "ConvTranspose", "MatMul", "Gemm", "Einsum")
+
+
+def probe_tf32(model, feeds, device):
+    """{layer: 1 if the GPU runs it in TF32, 0 if in FP32} for each GEMM-class layer: the layer again on
+    the same inputs with TF32 off -- equal bits mean cuBLAS/cuDNN picked a kernel without TF32 (allow_tf32
+    permits TF32, it does not force it: small channel counts and some shapes keep FP32 kernels)."""
+    used = {}
+
+    def probe(runner, n, ins, outs):
+        if n.op_type not in GEMM_OPS:
+            return
+        set_precision("fp32")
+        ref = runner.node(n.op_type, ins, onnx_torch.attrs_of(n))
+        set_precision("tf32")
+        ref = ref[0] if isinstance(ref, (list, tuple)) else ref
+        out = outs[0] if isinstance(outs, (list, tuple)) else outs
+        used[n.name] = int(not torch.equal(ref, out))
+
+    set_precision("tf32")
+    with torch.no_grad():
+        onnx_torch.Runner(model, device, torch.float32).run(feeds, probe)
+    return used
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--data", required=True)
@@ -51,6 +76,8 @@ def main():
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--precisions", default=",".join(PRECISIONS), help="a trial of the script on a CPU: fp32,tf32")
     ap.add_argument("--images", type=int, help="the first N images of an image model only (a trial)")
+    ap.add_argument("--probe-tf32", action="store_true",
+                    help="only which GEMM-class layers the GPU runs in TF32 (first sample): OUT/gpu-tf32-layers.json")
     a = ap.parse_args()
     spec = json.load(open(os.path.join(a.data, "models.json")))
     cuda = a.device.startswith("cuda")
@@ -65,6 +92,16 @@ def main():
                                         capture_output=True, text=True).stdout.strip()
     except OSError:
         meta["driver"] = "?"
+    if a.probe_tf32:
+        layers = {}
+        for name, m in spec.items():
+            model = onnx.load(m["repo_onnx"] if "repo_onnx" in m else os.path.join(a.data, m["onnx"]))
+            layers[name] = probe_tf32(model, load_inputs(a.data, m)[0][1], a.device)
+            print("gpu_run: %s: %d of %d GEMM-class layers in TF32" % (name, sum(layers[name].values()),
+                                                                     len(layers[name])), flush=True)
+        with open(os.path.join(a.out, "gpu-tf32-layers.json"), "w") as f:
+            json.dump(layers, f, indent=1, sort_keys=True)
+        return
     for name, m in spec.items():
         model = onnx.load(m["repo_onnx"] if "repo_onnx" in m else os.path.join(a.data, m["onnx"]))
         sets = load_inputs(a.data, m)

@@ -73,12 +73,15 @@ class Runner:
             dt = self.dtype
         return t.to(dt)
 
-    def run(self, feeds):
+    def run(self, feeds, probe=None):
+        """probe(node, inputs, outputs): called after each node (the TF32 probe of gpu_run.py)."""
         for k, v in feeds.items():
             self.env[k] = self.tensor(v)
         for n in self.g.node:
             ins = [self.env[i] if i else None for i in n.input]
             outs = self.node(n.op_type, ins, attrs_of(n))
+            if probe:
+                probe(self, n, ins, outs)
             if not isinstance(outs, (list, tuple)):
                 outs = [outs]
             for name, v in zip(n.output, outs):
