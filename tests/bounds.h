@@ -29,6 +29,17 @@ static inline double gamma_n(double n, double u)
     return n * u / (1 - n * u);
 }
 
+/* Roundings a term of a length-k dot product goes through in fgemm's
+ * blocked order (ops/fgemm_impl.h: blocks of 256 steps, each one FMA
+ * chain, their sums added in order): at most 256 in its block's chain,
+ * one per later block's addition. For parity's own kernels only; other
+ * orders (OpenBLAS, --kernels blas) keep n = k. */
+static inline double dot_rounds(double k)
+{
+    double kb = 256, blocks = ceil(k / kb);
+    return (k < kb ? k : kb) + (blocks > 1 ? blocks - 1 : 0);
+}
+
 /* |computed - reference| for a sum of terms accumulated with unit roundoff u
  * (U_FLOAT, U_DOUBLE), at most n roundings per term, mag = sum |term|; the
  * double reference's own error included. */

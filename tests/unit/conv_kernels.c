@@ -76,14 +76,14 @@ static int check_gemm(int64_t m, int64_t n, int64_t k, int64_t pad, int act, int
             if (bias & 1) { acc += bv[i]; mag += fabs(bv[i]); }
             if (bias & 2) { acc += cb[j]; mag += fabs(cb[j]); }
             double want = act_ref(acc, act, e.a, e.b), d = fabs(c1[i * ldc + j] - want);
-            double r = d == 0 ? 0 : d / act_bound(act, e.a, sum_bound(k + 2, mag, U_FLOAT), want);
+            double r = d == 0 ? 0 : d / act_bound(act, e.a, sum_bound(dot_rounds(k) + 2, mag, U_FLOAT), want);
             if (!(r <= worst)) worst = r;
         }
     /* padding columns of C stay untouched */
     for (int64_t i = 0; i < m; i++)
         for (int64_t j = n; j < ldc; j++) same = same && c1[i * ldc + j] == 0;
     int good = same && worst <= 1;
-    ok(good, "fgemm %lldx%lldx%lld pad %lld act %d bias %d: same bits as the C chain %d, error %.3g of its bound",
+    ok(good, "fgemm %lldx%lldx%lld pad %lld act %d bias %d: same bits as fgemm_ref (the blocked order in C) %d, error %.3g of its bound",
        (long long)m, (long long)n, (long long)k, (long long)pad, act, bias, same, worst);
     free(a); free(b); free(bv); free(cb); free(c1); free(c2);
     return good;
@@ -99,10 +99,40 @@ static void test_gemm_shapes(void)
                                         {65, 257, 13}, {16, 300, 72}, {130, 40, 33}, {5, 1000, 3},
                                         {20, 70, 600}, {9, 33, FG_KC}, {3, 40, FG_KC + 1},
                                         {10, 50, 2 * FG_KC + 97}, {17, 40, 2 * FG_KC},
-                                        {300, 70, 40}, {261, 45, 300}, {270, 40, FG_KC + 30}};
+                                        {300, 70, 40}, {261, 45, 300}, {270, 40, FG_KC + 30},
+                                        {5, 40, FG_KB}, {6, 35, FG_KB + 1}, {9, 64, 3 * FG_KB - 1},
+                                        {2, 40, 12544}};
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
         for (int act = ACT_NONE; act <= ACT_LEAKY; act++)
             check_gemm(shapes[i][0], shapes[i][1], shapes[i][2], i % 3, act, (int)(i + act) % 4);
+}
+
+/* The blocked order (fgemm_impl.h) where it and one FMA chain part: k =
+ * 12544 terms of x = 1 + 3 * 2^-12 (a 7x7 x 256-channel box head's
+ * length). A block's sum (256 x, below 2^9) is exact, and so is every
+ * later sum of blocks (multiples of 2^-10 below 2^14): the result is
+ * exactly k x. One chain over all of k rounds up by a quarter ulp at each
+ * of the ~4360 steps past 2^13 (x is 0.75 of an ulp there past a whole
+ * one) and more below, 2.06 too large -- beyond even the blocked rounding bound,
+ * gamma(FG_KB + k / FG_KB) * k x = 0.23, that test_gemm_shapes holds
+ * every instruction set to on random data of that length. */
+static void test_gemm_blocked_order(void)
+{
+    enum { K = 12544, N = 64, M = 4 };
+    float *a = malloc(sizeof(float) * M * K), *b = malloc(sizeof(float) * K * N), *c = malloc(sizeof(float) * M * N);
+    const float x = 1.0f + 3.0f * 0x1p-12f;
+    for (int i = 0; i < M * K; i++) a[i] = 1.0f;
+    for (int i = 0; i < K * N; i++) b[i] = x;
+    fgemm(M, N, K, a, K, b, N, c, N, NULL);
+    int exact = 1;
+    for (int i = 0; i < M * N; i++) exact &= c[i] == (float)((double)K * x);
+    float chain = 0;
+    for (int p = 0; p < K; p++) chain = fmaf(1.0f, x, chain);
+    double rounds = dot_rounds(K), bound = sum_bound(rounds, (double)K * x, U_FLOAT);
+    ok(exact && fabs(chain - (double)K * x) > bound,
+       "fgemm at %s, k %d: blocks of %d give the exact sum %.4f (got %.4f); one chain would be off by %.3f, beyond the "
+       "blocked bound %.3f", isa_name(isa_active()), K, FG_KB, (double)K * x, c[0], chain - (double)K * x, bound);
+    free(a); free(b); free(c);
 }
 
 /* The epilogue on the values where formulas part: NaN, +-0, +-inf, Clip
@@ -175,7 +205,7 @@ static void test_gemm_kept(void)
         }
         pool_set_threads(1);
         ok(first && later && kept == (m > 256),
-           "fgemm_kept %lldx%lldx%lld on %d threads: same bits as the C chain first %d, then from the kept pack %d "
+           "fgemm_kept %lldx%lldx%lld on %d threads: same bits as fgemm_ref first %d, then from the kept pack %d "
            "(kept: %d)", (long long)m, (long long)n, (long long)k, (int)shapes[i][3], first, later, kept);
         free(slot); free(a); free(b); free(b0); free(want); free(got);
     }
@@ -231,7 +261,7 @@ static void check_conv_geom(const char *name, int64_t c, int64_t m, int64_t h, i
                         }
                 int64_t q = (o * oh + i) * ow + j;
                 want[q] = act_ref(acc, act, t.n.act_a, t.n.act_b);
-                bound[q] = act_bound(act, t.n.act_a, sum_bound(c * k * k + 1, mag, U_FLOAT), want[q]);
+                bound[q] = act_bound(act, t.n.act_a, sum_bound((kernel_on ? dot_rounds(c * k * k) : c * k * k) + 1, mag, U_FLOAT), want[q]);
             }
     double err = rc ? INFINITY : bound_ratio(&y, want, bound, 4, od);
     ok(err <= 1, "Conv %s, activation %d, kernel %s: max error %.3g of its bound", name, act, kernel_on ? "on" : "off", err);
@@ -408,6 +438,9 @@ static const px_case_t px_cases[] = {
     {"3x3 stride 2 pad 1, even", 5, 40, 72, 80, 3, 3, 1, 1, 1, 1, 1, ACT_RELU, 2},
     {"3x3 stride 2 pads 0,1,1,0, odd", 4, 33, 75, 91, 3, 3, 1, 0, 1, 1, 0, ACT_SILU, 2},
     {"7x7 stride 2 pad 3, 3 channels (a stem)", 3, 32, 90, 77, 7, 7, 1, 3, 3, 3, 3, ACT_CLIP, 2},
+    {"3x3 pad 1, 29 channels (k 261: a block and 5 steps)", 29, 40, 40, 37, 3, 3, 1, 1, 1, 1, 1, ACT_RELU},
+    {"3x3 pad 1, 64 channels (k 576: two blocks and a tail)", 64, 33, 33, 35, 3, 3, 1, 1, 1, 1, 1, ACT_NONE},
+    {"1x1, 512 channels (k 512: two whole blocks)", 512, 32, 32, 33, 1, 1, 1, 0, 0, 0, 0, ACT_NONE, 1, 1},
     {"1x1 stride 2", 9, 32, 70, 71, 1, 1, 1, 0, 0, 0, 0, ACT_NONE, 2},
     {"in place: 3x3 pad 1, 261 wide", 2, 40, 257, 261, 3, 3, 1, 1, 1, 1, 1, ACT_SILU, 1, 1},
     {"in place: 3x3 stride 2 pad 1 (a stem)", 3, 32, 300, 301, 3, 3, 1, 1, 1, 1, 1, ACT_RELU, 2, 1},
@@ -481,6 +514,7 @@ static void checks_at_level(void)
 {
     test_px_bits();
     test_gemm_shapes();
+    test_gemm_blocked_order();
     test_epilogue_specials();
     test_threads();
     test_gemm_kept();

@@ -16,8 +16,9 @@
  * input, which the tile reads faster than the planes themselves
  * (INPLACE_MIN_PLANE), unless no window leaves them.
  *
- * Every output element is still one FMA chain over k in the order of the
- * weights (input channel, then kernel row, then column), zeros of the
+ * Every output element is still summed over k in the order of the
+ * weights (input channel, then kernel row, then column) in fgemm's
+ * blocked order (fgemm_impl.h), zeros of the
  * padding included, then the bias and the activation, as fgemm_ref and
  * every other kernel: the bits are those of fconv_rows at every
  * instruction set, wherever a pixel reads from (the tile exists at AVX-512

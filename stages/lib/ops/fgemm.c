@@ -12,8 +12,10 @@
  * The convolution packs its panel straight from the input planes (the
  * column matrix's strip, padding zeroed), so it needs no column buffer.
  *
- * Splitting k into blocks keeps every element one FMA chain in order: the
- * partial sums go to C as float32 and come back unchanged. */
+ * k is summed in blocks of FG_KB steps (fgemm_impl.h): the driver hands
+ * the tile one block at a time, and the blocks' sum waits in C between
+ * them, as float32, so the panel's length (FG_KC, a multiple of FG_KB)
+ * changes no bit. */
 #include <assert.h>
 #include <math.h>
 #include <pthread.h>
@@ -209,11 +211,30 @@ void fgemm_ref(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, con
     for (int64_t i = 0; i < m; i++)
         for (int64_t j = 0; j < n; j++) {
             float acc = 0.0f;
-            for (int64_t p = 0; p < k; p++) acc = fmaf(a[i * lda + p], b[p * ldb + j], acc);
+            for (int64_t p0 = 0; p0 < k; p0 += FG_KB) {
+                float blk = 0.0f;
+                for (int64_t p = p0; p < k && p < p0 + FG_KB; p++) blk = fmaf(a[i * lda + p], b[p * ldb + j], blk);
+                acc = p0 == 0 ? blk : acc + blk;
+            }
             float y = fgemm_finish_one(acc, epi->bias ? epi->bias[i] : 0.0f, epi->col_bias ? epi->col_bias[j] : 0.0f, epi);
             if (epi->act == ACT_SIGMOID || epi->act == ACT_SILU) y = epi->act == ACT_SILU ? y * vm_sigmoidf(y) : vm_sigmoidf(y);
             c[i * ldc + j] = y;
         }
+}
+
+/* The panel's kc steps from p0 (of k in all) into one tile, an
+ * accumulation block (FG_KB steps from a multiple of FG_KB) per call:
+ * the first block of k stores its sum, each later one adds its sum to
+ * C's, the last one finishes the tile. a: the tile's rows from column 0. */
+static void tile_blocks(const fgemm_arch_t *ar, int64_t p0, int64_t kc, int64_t k, const float *a, int64_t lda, int mr,
+                        const float *bp, int nr, float *c, int64_t ldc, const float *bias, const float *cbias,
+                        const fgemm_epi_t *e)
+{
+    assert(p0 % FG_KB == 0);
+    for (int64_t q = 0; q < kc || q == 0; q += FG_KB) {
+        int64_t kb = kc - q < FG_KB ? kc - q : FG_KB;
+        ar->tile(kb, a + p0 + q, lda, mr, bp + q * FG_NR, nr, c, ldc, p0 + q == 0, p0 + q + FG_KB >= k, bias, cbias, e);
+    }
 }
 
 typedef struct fgemm_job {
@@ -244,9 +265,9 @@ static void fgemm_tile(void *ctx, int64_t t)
             }
             for (int64_t row = i0; row < i1; row += ar->mr) {
                 int mr = i1 - row < ar->mr ? (int)(i1 - row) : ar->mr;
-                ar->tile(kc, j->a + row * j->lda + p0, j->lda, mr, bp, nr, j->c + row * j->ldc + col, j->ldc,
-                            p0 == 0, p0 + KC >= j->k, j->e.bias ? j->e.bias + row : NULL,
-                            j->e.col_bias ? j->e.col_bias + col : NULL, &j->e);
+                tile_blocks(ar, p0, kc, j->k, j->a + row * j->lda, j->lda, mr, bp, nr, j->c + row * j->ldc + col,
+                            j->ldc, j->e.bias ? j->e.bias + row : NULL, j->e.col_bias ? j->e.col_bias + col : NULL,
+                            &j->e);
                 if (p0 + KC >= j->k && sigmoid_act(&j->e)) tile_sigmoid(j->c + row * j->ldc + col, j->ldc, mr, nr, j->e.act);
             }
         }
@@ -387,8 +408,8 @@ static void fconv_tile(void *ctx, int64_t t)
             ar->pack_taps(tl->x, tl->plane, taps, tl->tapoff, mk, base, tl->contiguous, p0, kc, panel);
             for (int64_t row = i0; row < i1; row += ar->mr) {
                 int mr = i1 - row < ar->mr ? (int)(i1 - row) : ar->mr;
-                ar->tile(kc, j->w + row * k + p0, k, mr, panel, nr, j->y + row * j->n + col, j->n, p0 == 0,
-                         p0 + KC >= k, j->e.bias ? j->e.bias + row : NULL, NULL, &j->e);
+                tile_blocks(ar, p0, kc, k, j->w + row * k, k, mr, panel, nr, j->y + row * j->n + col, j->n,
+                            j->e.bias ? j->e.bias + row : NULL, NULL, &j->e);
                 if (p0 + KC >= k && sigmoid_act(&j->e)) tile_sigmoid(j->y + row * j->n + col, j->n, mr, nr, j->e.act);
             }
         }

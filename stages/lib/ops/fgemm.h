@@ -3,8 +3,9 @@
  * per row of C, Relu/Clip/LeakyRelu) applied while the tile is still in
  * registers. C = A[m x k] * B[k x n], both row-major and untransposed.
  *
- * Deterministic: every element of C is one FMA chain over k in order,
- * then + bias (per row, then per column), then the activation; the tiles handed to the thread pool
+ * Deterministic: every element of C is summed in a fixed blocked order
+ * (k in blocks of FG_KB = 256 steps, each one FMA chain from zero, the
+ * blocks' sums added in order: fgemm_impl.h), then + bias (per row, then per column), then the activation; the tiles handed to the thread pool
  * depend on the shape only, so the bits never depend on --threads, and
  * the kernels of every instruction set (AVX-512, AVX2+FMA, portable C:
  * fgemm_impl.h, picked by util/isa.h) round alike, so they never depend on
@@ -47,7 +48,7 @@ void fgemm_kept(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, co
  *   y[i][r*ow + o] = sum over ch < cin, a < kh, b < kw of
  *                    w[i][(ch*kh + a)*kw + b] * x[ch][r*sh + dh[a]][o*sw + dw[b]]
  * with x zero outside its h x w planes; then the epilogue. The sum runs in
- * the order of the weights, one FMA chain, as fgemm over the column
+ * the order of the weights, in fgemm's blocked order, as fgemm over the column
  * matrix. Returns -1 (nothing done) for kernels larger than FCONV_MAX_K or
  * input planes too large for 32-bit offsets. */
 #define FCONV_MAX_K 8

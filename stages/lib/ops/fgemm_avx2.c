@@ -3,8 +3,8 @@
  * rows (the driver's blocks at this set) run as two passes of 16 columns
  * (12 accumulators, two loads of B and six broadcasts of A per step of k),
  * the pixel tile four passes of 4 pixels x 16 channels. Each element of C
- * is the same FMA chain over k in order as in the AVX-512 and portable
- * kernels, then the same epilogue, so the bits are theirs. */
+ * is summed in the same blocked order (fgemm_impl.h) as in the AVX-512 and
+ * portable kernels, then the same epilogue, so the bits are theirs. */
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 #include "ops/fgemm_impl.h"
@@ -65,10 +65,11 @@ AT static inline __m256 finish(__m256 x, __m256 bias, __m256 col_bias, const fge
  * column, 32 floats a step. Rows past rn compute a copy of a live row and
  * are never stored. */
 #define PASS_ACC __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00, c31 = c00
-#define PROW_LOAD(r)                                        \
-    if (r < rn) {                                           \
-        c##r##0 = load_part(c + r * ldc, cn);               \
-        c##r##1 = load_part(c + r * ldc + 8, cn - 8);       \
+/* C's blocks' sum + this block's (fgemm_impl.h's order). */
+#define PROW_LOAD(r)                                                          \
+    if (r < rn) {                                                             \
+        c##r##0 = _mm256_add_ps(load_part(c + r * ldc, cn), c##r##0);         \
+        c##r##1 = _mm256_add_ps(load_part(c + r * ldc + 8, cn - 8), c##r##1); \
     }
 #define PROW_FMA(r, A)                         \
     t = _mm256_broadcast_ss(&A(r));            \
@@ -101,12 +102,12 @@ AT static void pass_inplace(int64_t kc, const float *a, int64_t lda, int rn, con
     const float *a5 = a + (5 < rn ? 5 : rn - 1) * lda;
     PASS_ACC;
     __m256 c40 = c00, c41 = c00, c50 = c00, c51 = c00;
-    if (!first) { PROW_LOAD(0) PROW_LOAD(1) PROW_LOAD(2) PROW_LOAD(3) PROW_LOAD(4) PROW_LOAD(5) }
     for (int64_t p = 0; p < kc; p++, bp += FG_NR) {
         __m256 b0 = _mm256_load_ps(bp), b1 = _mm256_load_ps(bp + 8), t;
         PROW_FMA(0, A_INPLACE) PROW_FMA(1, A_INPLACE) PROW_FMA(2, A_INPLACE)
         PROW_FMA(3, A_INPLACE) PROW_FMA(4, A_INPLACE) PROW_FMA(5, A_INPLACE)
     }
+    if (!first) { PROW_LOAD(0) PROW_LOAD(1) PROW_LOAD(2) PROW_LOAD(3) PROW_LOAD(4) PROW_LOAD(5) }
     __m256 cb0 = cbias ? load_part(cbias, cn) : _mm256_setzero_ps();
     __m256 cb1 = cbias ? load_part(cbias + 8, cn - 8) : _mm256_setzero_ps();
     PROW_STORE(0) PROW_STORE(1) PROW_STORE(2) PROW_STORE(3) PROW_STORE(4) PROW_STORE(5)
@@ -223,33 +224,58 @@ AT static inline void store_4x8(__m256 a0, __m256 a1, __m256 a2, __m256 a3, floa
  * each pass over all of k instead read both from L2 four times (3x3 with
  * 256 input channels: 11% slower than the packed path). */
 #define PX_KC 128
+_Static_assert(FG_KB % PX_KC == 0, "an accumulation block is whole rounds");
+
+/* Where a round of the pixel tile stands in its accumulation block (fgemm_impl.h). */
+enum {
+    PX_CONT = 1,     /* the block began in an earlier round: its partial sums come from acc */
+    PX_ADD = 2,      /* the block ends here and blocks came before: add it to their sum */
+    PX_PARK = 4,     /* the block ends here, more follow: its sum (with the earlier ones') goes to sum */
+    PX_LAST = 8,     /* the last round: finish and store */
+};
+#define PX_LD(buf) \
+    _mm256_load_ps(buf), _mm256_load_ps(buf + 8), _mm256_load_ps(buf + 16), _mm256_load_ps(buf + 24), \
+    _mm256_load_ps(buf + 32), _mm256_load_ps(buf + 40), _mm256_load_ps(buf + 48), _mm256_load_ps(buf + 56)
+#define PX_ST(buf)                                                                                     \
+    _mm256_store_ps(buf, c00), _mm256_store_ps(buf + 8, c01), _mm256_store_ps(buf + 16, c10);         \
+    _mm256_store_ps(buf + 24, c11), _mm256_store_ps(buf + 32, c20), _mm256_store_ps(buf + 40, c21);   \
+    _mm256_store_ps(buf + 48, c30), _mm256_store_ps(buf + 56, c31)
 
 /* One pass of the pixel tile over kc steps: pixels px[0..3] (their window
  * anchors, koff at the round's first step) by the 16 channels at wp's lane
- * 0 (32 floats a step). The partial sums come from acc (4 x 16 floats:
- * pixel r's 16 channels at 16 r) unless first and go back to it; after the
- * last round they are finished instead -- bias (bias[c] of channel c, or
- * NULL) and finish's activation -- and channels c < noc, pixels i < npix
- * are stored at y[c * ldy + i]. */
-AT static void px_pass(int64_t kc, const float *const *px, const int32_t *koff, const float *wp, float *acc, int first,
-                       int last, float *y, int64_t ldy, int npix, int noc, const float *bias, const fgemm_epi_t *e)
+ * 0 (32 floats a step). acc holds a block's partial sums between its
+ * rounds, sum the sum of the blocks before (4 x 16 floats each: pixel r's
+ * 16 channels at 16 r); how a round uses them is its flags (PX_*). After
+ * the last round the sums are finished instead -- bias (bias[c] of channel
+ * c, or NULL) and finish's activation -- and channels c < noc, pixels i <
+ * npix are stored at y[c * ldy + i]. */
+AT static void px_pass(int64_t kc, const float *const *px, const int32_t *koff, const float *wp, float *acc,
+                       float *sum, int flags, float *y, int64_t ldy, int npix, int noc, const float *bias,
+                       const fgemm_epi_t *e)
 {
     const float *p0 = px[0], *p1 = px[1], *p2 = px[2], *p3 = px[3];
     PASS_ACC;
-    if (!first) {
-        c00 = _mm256_load_ps(acc), c01 = _mm256_load_ps(acc + 8), c10 = _mm256_load_ps(acc + 16);
-        c11 = _mm256_load_ps(acc + 24), c20 = _mm256_load_ps(acc + 32), c21 = _mm256_load_ps(acc + 40);
-        c30 = _mm256_load_ps(acc + 48), c31 = _mm256_load_ps(acc + 56);
+    if (flags & PX_CONT) {
+        __m256 v[8] = {PX_LD(acc)};
+        c00 = v[0], c01 = v[1], c10 = v[2], c11 = v[3], c20 = v[4], c21 = v[5], c30 = v[6], c31 = v[7];
     }
     for (int64_t p = 0; p < kc; p++, wp += FG_NR) {
         int32_t o = koff[p];
         __m256 b0 = _mm256_load_ps(wp), b1 = _mm256_load_ps(wp + 8), t;
         PROW_FMA(0, PIX) PROW_FMA(1, PIX) PROW_FMA(2, PIX) PROW_FMA(3, PIX)
     }
-    if (!last) {
-        _mm256_store_ps(acc, c00), _mm256_store_ps(acc + 8, c01), _mm256_store_ps(acc + 16, c10);
-        _mm256_store_ps(acc + 24, c11), _mm256_store_ps(acc + 32, c20), _mm256_store_ps(acc + 40, c21);
-        _mm256_store_ps(acc + 48, c30), _mm256_store_ps(acc + 56, c31);
+    if (!(flags & (PX_PARK | PX_LAST))) {   /* the block goes on in the next round */
+        PX_ST(acc);
+        return;
+    }
+    if (flags & PX_ADD) {
+        __m256 v[8] = {PX_LD(sum)};
+        c00 = _mm256_add_ps(v[0], c00), c01 = _mm256_add_ps(v[1], c01), c10 = _mm256_add_ps(v[2], c10);
+        c11 = _mm256_add_ps(v[3], c11), c20 = _mm256_add_ps(v[4], c20), c21 = _mm256_add_ps(v[5], c21);
+        c30 = _mm256_add_ps(v[6], c30), c31 = _mm256_add_ps(v[7], c31);
+    }
+    if (!(flags & PX_LAST)) {
+        PX_ST(sum);
         return;
     }
     __m256 bv0 = bias ? load_part(bias, noc) : _mm256_setzero_ps();
@@ -264,21 +290,25 @@ AT static void px_pass(int64_t kc, const float *const *px, const int32_t *koff, 
 
 /* fconv_px's tile (fgemm_impl.h): 8 pixels by 32 channels as up to four
  * passes of 4 pixels by 16 channels, as the GEMM tile above, PX_KC steps
- * of k at a time: each element one FMA chain over k in order (a partial
- * sum parked in acc is the same float), then finish, so the bits are those
+ * of k at a time: each element summed in the blocked order (a partial
+ * sum parked in acc or sum is the same float), then finish, so the bits are those
  * of every other tile. Sigmoid and SiLU follow on the stored tile
  * (tile_sigmoid is 0 here), as for the GEMM tile. */
 AT static void tile_px_avx2(int64_t k, const float *const *px, const int32_t *koff, const float *wp, float *y,
                             int64_t ldy, int npix, int noc, const float *bias, const fgemm_epi_t *e)
 {
-    _Alignas(32) float acc[4][64];   /* per pass: 4 pixels x 16 channels */
+    _Alignas(32) float acc[4][64], sum[4][64];   /* per pass: 4 pixels x 16 channels */
     for (int64_t p0 = 0; p0 < k || p0 == 0; p0 += PX_KC) {
         int64_t kc = k - p0 < PX_KC ? k - p0 : PX_KC;
+        int last = p0 + PX_KC >= k, ends = last || (p0 + PX_KC) % FG_KB == 0;
+        int flags = (p0 % FG_KB ? PX_CONT : 0) | (ends && p0 >= FG_KB ? PX_ADD : 0) | (ends && !last ? PX_PARK : 0) |
+                    (last ? PX_LAST : 0);
         for (int i0 = 0; i0 < npix; i0 += 4)
-            for (int c0 = 0; c0 < noc; c0 += 16)
-                px_pass(kc, px + i0, koff + p0, wp + p0 * FG_NR + c0, acc[i0 / 2 + c0 / 16], p0 == 0, p0 + PX_KC >= k,
-                        y + c0 * ldy + i0, ldy, npix - i0 < 4 ? npix - i0 : 4, noc - c0 < 16 ? noc - c0 : 16,
-                        bias ? bias + c0 : NULL, e);
+            for (int c0 = 0; c0 < noc; c0 += 16) {
+                int q = i0 / 2 + c0 / 16;
+                px_pass(kc, px + i0, koff + p0, wp + p0 * FG_NR + c0, acc[q], sum[q], flags, y + c0 * ldy + i0, ldy,
+                        npix - i0 < 4 ? npix - i0 : 4, noc - c0 < 16 ? noc - c0 : 16, bias ? bias + c0 : NULL, e);
+            }
     }
 }
 

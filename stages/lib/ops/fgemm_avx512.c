@@ -2,9 +2,9 @@
  * 8 x 32 register tile of C (16 zmm accumulators), A read in place (8
  * broadcasts per step of k), B from the packed panel; the bias and the
  * activation applied before the tile is stored; and fconv_px's tile, the
- * same accumulators with 8 pixels' inputs broadcast against packed weights. Every element is one
- * FMA chain over k in order, as fgemm_ref, so the bits are those of the
- * AVX2 and portable kernels. */
+ * same accumulators with 8 pixels' inputs broadcast against packed weights. Every element is
+ * summed in fgemm_impl.h's blocked order, as fgemm_ref, so the bits are
+ * those of the AVX2 and portable kernels. */
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 #include "ops/fgemm_impl.h"
@@ -85,10 +85,11 @@ KT static inline __attribute__((always_inline)) __m512 finish(__m512 x, __m512 b
     __m512 c00 = _mm512_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;       \
     __m512 c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00, c60 = c00, c61 = c00; \
     __m512 c70 = c00, c71 = c00
-#define ROW_LOAD(r)                                                 \
-    if (r < mr) {                                                   \
-        c##r##0 = _mm512_maskz_loadu_ps(s0, c + r * ldc);           \
-        c##r##1 = _mm512_maskz_loadu_ps(s1, c + r * ldc + 16);      \
+/* C's blocks' sum + this block's (fgemm_impl.h's order). */
+#define ROW_LOAD(r)                                                                   \
+    if (r < mr) {                                                                     \
+        c##r##0 = _mm512_add_ps(_mm512_maskz_loadu_ps(s0, c + r * ldc), c##r##0);      \
+        c##r##1 = _mm512_add_ps(_mm512_maskz_loadu_ps(s1, c + r * ldc + 16), c##r##1); \
     }
 #define TILE_LOAD ROW_LOAD(0) ROW_LOAD(1) ROW_LOAD(2) ROW_LOAD(3) ROW_LOAD(4) ROW_LOAD(5) ROW_LOAD(6) ROW_LOAD(7)
 /* A(r) names row r's value of this step (A_INPLACE: a##r[p]; PX: pixel r's input). */
@@ -141,8 +142,8 @@ KT static void kernel_8x32(int64_t kc, const float *a, int64_t lda, int mr, cons
     TILE_ROWS;
     TILE_ACC;
     __mmask16 s0 = lanes_lo(nr), s1 = lanes_hi(nr);
-    if (!first) { TILE_LOAD }
     for (int64_t p = 0; p < kc; p++, bp += 32) TILE_STEP(bp, A_INPLACE);
+    if (!first) { TILE_LOAD }
     TILE_COL_BIAS;
     if (last) {
         TILE_FINISH
@@ -173,7 +174,7 @@ KT static void pack_b(const float *b, int64_t ldb, int64_t kc, int nr, float *ds
     t = _mm512_set1_ps(A(r)); \
     c##r##0 = _mm512_fmadd_ps(t, b0, c##r##0);
 #define ROW_LOAD16(r) \
-    if (r < mr) c##r##0 = _mm512_maskz_loadu_ps(s0, c + r * ldc);
+    if (r < mr) c##r##0 = _mm512_add_ps(_mm512_maskz_loadu_ps(s0, c + r * ldc), c##r##0);
 #define ROW_FINISH16(r) c##r##0 = finish(c##r##0, _mm512_set1_ps(bias ? bias[r < mr ? r : mr - 1] : 0.0f), cb0, e);
 #define ROW_STORE16(r) \
     if (r < mr) _mm512_mask_storeu_ps(c + r * ldc, s0, c##r##0);
@@ -185,13 +186,13 @@ KT static void kernel_8x16(int64_t kc, const float *a, int64_t lda, int mr, cons
     TILE_ROWS;
     __m512 c00 = _mm512_setzero_ps(), c10 = c00, c20 = c00, c30 = c00, c40 = c00, c50 = c00, c60 = c00, c70 = c00;
     __mmask16 s0 = lanes_lo(nr);
-    if (!first) {
-        ROW_LOAD16(0) ROW_LOAD16(1) ROW_LOAD16(2) ROW_LOAD16(3) ROW_LOAD16(4) ROW_LOAD16(5) ROW_LOAD16(6) ROW_LOAD16(7)
-    }
     for (int64_t p = 0; p < kc; p++, bp += 32) {
         __m512 b0 = _mm512_load_ps(bp), t;
         ROW_FMA16(0, A_INPLACE) ROW_FMA16(1, A_INPLACE) ROW_FMA16(2, A_INPLACE) ROW_FMA16(3, A_INPLACE)
         ROW_FMA16(4, A_INPLACE) ROW_FMA16(5, A_INPLACE) ROW_FMA16(6, A_INPLACE) ROW_FMA16(7, A_INPLACE)
+    }
+    if (!first) {
+        ROW_LOAD16(0) ROW_LOAD16(1) ROW_LOAD16(2) ROW_LOAD16(3) ROW_LOAD16(4) ROW_LOAD16(5) ROW_LOAD16(6) ROW_LOAD16(7)
     }
     __m512 cb0 = cbias ? _mm512_maskz_loadu_ps(s0, cbias) : _mm512_setzero_ps();
     if (last) {
@@ -288,9 +289,22 @@ KT static inline void store_8x8(__m256 r0, __m256 r1, __m256 r2, __m256 r3, __m2
 #define LO8(v) _mm512_castps512_ps256(v)
 #define HI8(v) _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1))
 
+/* The pixel tile's block boundary: the finished block's 16 sums go to
+ * sum[] (the first block) or are added to it, and the accumulators start
+ * the next block from zero; PX_ADD_SUM adds the last block to sum[]. */
+#define PX_ACCS(X) X(0, c00) X(1, c01) X(2, c10) X(3, c11) X(4, c20) X(5, c21) X(6, c30) X(7, c31) \
+                   X(8, c40) X(9, c41) X(10, c50) X(11, c51) X(12, c60) X(13, c61) X(14, c70) X(15, c71)
+#define PX_SUM_SET(i, v) sum[i] = v; v = _mm512_setzero_ps();
+#define PX_SUM_ADD(i, v) sum[i] = _mm512_add_ps(sum[i], v); v = _mm512_setzero_ps();
+#define PX_SUM_BACK(i, v) v = _mm512_add_ps(sum[i], v);
+#define PX_BLOCK_END(first)          \
+    if (first) { PX_ACCS(PX_SUM_SET) } \
+    else { PX_ACCS(PX_SUM_ADD) }
+#define PX_ADD_SUM PX_ACCS(PX_SUM_BACK)
+
 /* fconv_px's tile (fgemm_impl.h): 8 pixels' values broadcast against 32
- * output channels' weights, 16 accumulators, one FMA chain per element
- * over k in order, as every other tile; then bias and activation (finish:
+ * output channels' weights, 16 accumulators, each element summed in the
+ * blocked order of every other tile; then bias and activation (finish:
  * the same formulas) and a transposed store, channel rows of pixels. */
 KT static void tile_px_avx512(int64_t k, const float *const *px, const int32_t *koff, const float *wp, float *y,
                               int64_t ldy, int npix, int noc, const float *bias, const fgemm_epi_t *e)
@@ -298,12 +312,18 @@ KT static void tile_px_avx512(int64_t k, const float *const *px, const int32_t *
     const float *p0 = px[0], *p1 = px[1], *p2 = px[2], *p3 = px[3], *p4 = px[4], *p5 = px[5], *p6 = px[6];
     const float *p7 = px[7];
     TILE_ACC;
-    for (int64_t p = 0; p < k; p++, wp += 32) {
-        int32_t o = koff[p];
-        __m512 b0 = _mm512_load_ps(wp), b1 = _mm512_load_ps(wp + 16), t;
-        ROW_FMA(0, PX) ROW_FMA(1, PX) ROW_FMA(2, PX) ROW_FMA(3, PX)
-        ROW_FMA(4, PX) ROW_FMA(5, PX) ROW_FMA(6, PX) ROW_FMA(7, PX)
+    __m512 sum[16];   /* the blocks' sum before the current block (fgemm_impl.h's order) */
+    for (int64_t pb = 0; pb < k; pb += FG_KB) {
+        int64_t pe = k - pb < FG_KB ? k : pb + FG_KB;
+        if (pb > 0) { PX_BLOCK_END(pb == FG_KB) }
+        for (int64_t p = pb; p < pe; p++, wp += 32) {
+            int32_t o = koff[p];
+            __m512 b0 = _mm512_load_ps(wp), b1 = _mm512_load_ps(wp + 16), t;
+            ROW_FMA(0, PX) ROW_FMA(1, PX) ROW_FMA(2, PX) ROW_FMA(3, PX)
+            ROW_FMA(4, PX) ROW_FMA(5, PX) ROW_FMA(6, PX) ROW_FMA(7, PX)
+        }
     }
+    if (k > FG_KB) { PX_ADD_SUM }
     __mmask16 s0 = lanes_lo(noc), s1 = lanes_hi(noc);
     __m512 bv0 = bias ? _mm512_maskz_loadu_ps(s0, bias) : _mm512_setzero_ps();
     __m512 bv1 = bias && s1 ? _mm512_maskz_loadu_ps(s1, bias + 16) : _mm512_setzero_ps();

@@ -2,7 +2,8 @@
  * reference the vector kernels match bit for bit, and the path on CPUs
  * without AVX2+FMA. fmaf is the fused multiply-add (correctly rounded by
  * the C library whether or not the CPU has the instruction), in the order
- * of k, exactly as the vector kernels' lanes do it. */
+ * of k within an accumulation block, exactly as the vector kernels' lanes
+ * do it. */
 #include <math.h>
 #include <string.h>
 #include "ops/fgemm_impl.h"
@@ -10,14 +11,15 @@
 static void tile_generic(int64_t kc, const float *a, int64_t lda, int mr, const float *bp, int nr, float *c,
                          int64_t ldc, int first, int last, const float *bias, const float *cbias, const fgemm_epi_t *e)
 {
-    float acc[FG_MR][FG_NR];
-    for (int r = 0; r < mr; r++)
-        for (int j = 0; j < nr; j++) acc[r][j] = first ? 0.0f : c[r * ldc + j];
+    float acc[FG_MR][FG_NR] = {{0}};
     for (int64_t p = 0; p < kc; p++, bp += FG_NR)
         for (int r = 0; r < mr; r++) {
             float av = a[r * lda + p];
             for (int j = 0; j < nr; j++) acc[r][j] = fmaf(av, bp[j], acc[r][j]);
         }
+    if (!first)   /* the blocks' sum so far, then this block's */
+        for (int r = 0; r < mr; r++)
+            for (int j = 0; j < nr; j++) acc[r][j] = c[r * ldc + j] + acc[r][j];
     for (int r = 0; r < mr; r++)
         for (int j = 0; j < nr; j++)
             c[r * ldc + j] = last ? fgemm_finish_one(acc[r][j], bias ? bias[r] : 0.0f, cbias ? cbias[j] : 0.0f, e)

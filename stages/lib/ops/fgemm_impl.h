@@ -1,8 +1,10 @@
 /* fgemm_impl.h — what fgemm.c's driver (tiling, packing of A, the thread
  * pool) needs from each instruction set's kernels (fgemm_avx512.c,
- * fgemm_avx2.c, fgemm_generic.c). Every set computes each element of C as
- * the same FMA chain over k in order, then + row bias, + column bias, then
- * the activation (fgemm_finish_one), so the bits never depend on the set.
+ * fgemm_avx2.c, fgemm_generic.c). Every set computes each element of C in
+ * the same blocked order -- k cut into blocks of FG_KB steps from k = 0,
+ * each block one FMA chain from zero, the blocks' sums added in order
+ * (((b0 + b1) + b2) + ...) -- then + row bias, + column bias, then the
+ * activation (fgemm_finish_one), so the bits never depend on the set.
  *
  * The tile is the set's mr rows (at most FG_MR) x FG_NR columns of C. B
  * (or the convolution's column matrix) comes packed: FG_KC steps of FG_NR
@@ -17,13 +19,23 @@
 #define FG_MR 8
 #define FG_NR 32
 #define FG_KC 2304
+/* Steps of k per accumulation block (FG_KC is a multiple of it). One FMA
+ * chain over all of k rounds each partial sum as it grows: k = 12544
+ * made parity's FP32 6x less accurate than cuBLAS (issue 38). Blocks of
+ * 256 summed in order bound every term's roundings by FG_KB + k / FG_KB
+ * (305 at k = 12544, against 12544), and measured level with cuBLAS's
+ * error at k = 2304 and 12544 (docs/precision.md). */
+#define FG_KB 256
+_Static_assert(FG_KC % FG_KB == 0, "a panel holds whole accumulation blocks");
 
 typedef struct fgemm_arch {
     /* Rows of C per tile (at most FG_MR): the driver hands tile() blocks of
      * mr rows. */
     int mr;
-    /* kc steps into the tile's rows [0, mr) and columns [0, nr); the
-     * partial sums come from C unless first; finished only when last.
+    /* One accumulation block: kc <= FG_KB steps into the tile's rows
+     * [0, mr) and columns [0, nr), summed from zero; the block's sum is
+     * stored to C if first, else added to the blocks' sum C holds (C +
+     * block); finished only when last.
      * bias: the tile's first row's bias (or NULL); cbias: its first column's. */
     void (*tile)(int64_t kc, const float *a, int64_t lda, int mr, const float *bp, int nr, float *c, int64_t ldc,
                  int first, int last, const float *bias, const float *cbias, const fgemm_epi_t *e);
@@ -36,7 +48,7 @@ typedef struct fgemm_arch {
                       const int32_t *base, int contiguous, int64_t p0, int64_t kc, float *dst);
     void (*gather_even)(float *dst, const float *src, int64_t n);
     /* fconv_px's tile (see fconv_px.c): 8 output pixels by 32 output
-     * channels over all k steps: step p broadcasts px[i][koff[p]] of each
+     * channels over all k steps, in FG_KB blocks as tile(): step p broadcasts px[i][koff[p]] of each
      * pixel i against the 32 weights wp[32 p .. 32 p + 31]; then the bias
      * (bias[c] of channel c, or NULL) and the activation, and the store of
      * channels c < noc, pixels i < npix at y[c * ldy + i]. NULL where the
