@@ -266,6 +266,7 @@ def main():
     ap.add_argument("--preprocess", required=True)
     ap.add_argument("--map-eval", required=True)
     ap.add_argument("--train-images", type=int, default=24000)
+    ap.add_argument("--train-start", type=int, default=0, help="first train image index")
     ap.add_argument("--data-seed", type=int, default=2024)
     ap.add_argument("--val-count", type=int, default=200)
     ap.add_argument("--seed", type=int, default=0)
@@ -281,6 +282,7 @@ def main():
     ap.add_argument("--jobs", type=int, default=12)
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--no-smoke", action="store_true")
+    ap.add_argument("--resume", help="npz of a state dict to start from (checkpoint/ema.npz)")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
     os.makedirs(args.work, exist_ok=True)
@@ -290,8 +292,9 @@ def main():
     # data in the background while torch loads and the smoke test runs
     pool = cf.ProcessPoolExecutor(args.jobs)
     val_f = pool.submit(val_set, args.gen, args.preprocess, args.work, args.data_seed, args.val_count)
+    end = args.train_start + args.train_images
     shards = [pool.submit(train_shard, args.gen, args.preprocess, args.work, args.data_seed, s,
-                          min(SHARD, args.train_images - s)) for s in range(0, args.train_images, SHARD)]
+                          min(SHARD, end - s)) for s in range(args.train_start, end, SHARD)]
 
     import torch
     import yolo
@@ -311,6 +314,11 @@ def main():
     torch.manual_seed(args.seed)
     model = yolo.YoloShapes(NC)
     model.head.bias_init(SIZE)
+    if args.resume:
+        # an earlier run's EMA weights (checkpoint/ema.npz) as model and EMA start
+        z = np.load(args.resume)
+        model.load_state_dict({k: torch.from_numpy(z[k]) for k in z.files})
+        log(f"resumed from {args.resume} ({len(z.files)} tensors)")
     nparams = sum(p.numel() for p in model.parameters())
     log(f"model: {nparams} parameters")
     model = model.to(dev).to(memory_format=torch.channels_last)
