@@ -43,7 +43,8 @@ ckpt = os.path.join(mdir, "checkpoint", "ema.npz")
 
 with open(os.path.join(mdir, "PROVENANCE.md")) as f:
     prov = f.read()
-for path in list(models.values()) + [ckpt, os.path.join(mdir, "reference", "torch_val200_first20.json")]:
+for path in list(models.values()) + [ckpt] + [os.path.join(mdir, "reference", "torch_val200%s.json" % s)
+                                          for s in ("", "_first20")]:
     with open(path, "rb") as f:
         h = hashlib.sha256(f.read()).hexdigest()
     ok(h in prov, "%s: sha256 recorded in PROVENANCE.md" % os.path.relpath(path, mdir))
