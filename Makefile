@@ -153,6 +153,12 @@ datasets: $(BUILD)/datasets/shapes-val-200/annotations.json
 $(BUILD)/datasets/shapes-val-%/annotations.json: stages/gen-shapes/main.c $(wildcard stages/lib/image/shapes*) | $(O)/bin/gen-shapes
 	@echo "  SHAPES  val-$*"
 	$(Q)$(O)/bin/gen-shapes --split val --seed $(SHAPES_SEED) --count $* -o $(BUILD)/datasets/shapes-val-$*
+# nafnet-shapes' validation pairs (issue 36): degrade.py's blur + noise on 256x256
+# crops of val-200's first 32 images, clean/ and degraded/ PNGs; the manifest
+# (pixel hashes, the same on every machine) is written last.
+$(BUILD)/datasets/nafnet-shapes-val-32/manifest.json: $(BUILD)/datasets/shapes-val-200/annotations.json models/nafnet-shapes/degrade.py
+	@echo "  DEGRADE nafnet-shapes-val-32"
+	$(Q)$(PYTHON) models/nafnet-shapes/degrade.py --images $(<D)/images --gt $< -o $(@D) --count 32
 
 # Every test is a TAP producer: C tests are built into $(O)/tests/, shell and
 # python tests run from tests/. They find the stages through PARITY_BIN.
