@@ -70,3 +70,15 @@ def stats(a, ref):
 
 def load_spec(data):
     return json.load(open(os.path.join(data, "models.json")))
+
+
+def sha256_of(data, m):
+    """sha256 of a layer case's operands as arrays (x's and the initializers' float32 bytes), whatever numpy
+    or onnx wrote the files: both sides of a layer case ran the same numbers when these agree."""
+    import hashlib
+    import onnx
+    from onnx import numpy_helper
+    h = hashlib.sha256(np.load(os.path.join(data, m["inputs"], "x.npy")).astype("<f4").tobytes())
+    for init in onnx.load(os.path.join(data, m["onnx"])).graph.initializer:
+        h.update(numpy_helper.to_array(init).astype("<f4").tobytes())
+    return h.hexdigest()

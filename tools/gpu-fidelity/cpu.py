@@ -28,7 +28,7 @@ import numpy as np
 here = os.path.dirname(os.path.abspath(__file__))
 root = os.path.abspath(os.path.join(here, "..", ".."))
 sys.path.insert(0, here)
-from common import PRECISIONS, load_spec, read_set, sample_stride, stats  # noqa: E402
+from common import PRECISIONS, load_spec, read_set, sample_stride, sha256_of, stats  # noqa: E402
 
 SEEDS = {"convclip": ("convclip", "convclip.onnx"), "nafnet_ln_op16": ("nafnet_ln", "nafnet_ln_op16.onnx"),
          "nafnet_ln_op17": ("nafnet_ln", "nafnet_ln_op17.onnx"), "unet_attn": ("unet_attn", "unet_attn.onnx"),
@@ -62,6 +62,9 @@ def prepare(a):
         if not os.path.isdir(dst):
             shutil.copytree(src, dst, ignore=shutil.ignore_patterns("samples", ".done"))
         spec[name] = {"onnx": os.path.join(folder, onnx_name), "inputs": os.path.join(folder, "input")}
+    if getattr(a, "layers", False):
+        import layers
+        layers.make(a.data, spec)
     if a.images <= 0:   # the seeds only (tests/stage/gpu_fidelity.t)
         with open(os.path.join(a.data, "models.json"), "w") as f:
             json.dump(spec, f, indent=1)
@@ -201,6 +204,17 @@ def compare(a):
             if "tf32_as_gpu" in par:
                 precs.append("tf32_as_gpu")
                 g["tf32_as_gpu"] = g["tf32"]
+            if "exact" in m:   # an adversarial layer: both sides against the exact result
+                if meta["models"][name].get("sha256") != sha256_of(a.data, m):
+                    sys.exit("cpu.py: %s: the GPU ran other data than this side's (sha256 differs)" % name)
+                exact = np.load(os.path.join(a.data, m["exact"])).reshape(-1)
+                for p in precs:
+                    pa, ga = par[p]["0/y"].astype(np.float64), g[p]["0/y"].astype(np.float64)
+                    rows[p] = {"parity": stats(pa, exact), "gpu": stats(ga, exact), "parity_vs_gpu": stats(pa, ga),
+                               "bit_equal": float(np.mean(par[p]["0/y"] == g[p]["0/y"]))}
+                result["models"][name] = rows
+                print("cpu.py: %s done" % name, flush=True)
+                continue
             for p in precs:
                 keys = sorted(k for k in par[p] if np.issubdtype(par[p][k].dtype, np.floating))
                 cat = (lambda d, ks: np.concatenate([d[k].astype(np.float64) for k in ks]))
@@ -241,8 +255,16 @@ def table(result):
              "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     det = ["| precision | GPU box drift p99 px | parity | ratio | GPU score drift p99 | parity | ratio | "
            "GPU AP | parity AP | parity vs GPU box p99 px |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    lay = ["| layer case | precision | GPU rms err | parity rms err | ratio | bit-equal | non-finite GPU / parity |",
+           "|---|---|---:|---:|---:|---:|---:|"]
     for name, rows in result["models"].items():
         for p, r in rows.items():
+            if "bit_equal" in r:   # an adversarial layer: errors against the exact result
+                lay.append("| %s | %s | %.3g | %.3g | %.2f | %.1f%% | %d / %d |" % (
+                    name[len("layer_"):], p, r["gpu"]["rms_rel"], r["parity"]["rms_rel"],
+                    ratio(r["parity"]["rms_rel"], r["gpu"]["rms_rel"]), 100 * r["bit_equal"], r["gpu"]["nonfinite"],
+                    r["parity"]["nonfinite"]))
+                continue
             if "box_drift_p99_px" in r["gpu"]:   # detections after TopK: element-wise figures are noise
                 det.append("| %s | %.3g | %.3g | %.2f | %.3g | %.3g | %.2f | %.4f | %.4f | %.3g |" % (
                     p, r["gpu"]["box_drift_p99_px"], r["parity"]["box_drift_p99_px"],
@@ -261,7 +283,8 @@ def table(result):
                 pp["max_abs"], ratio(pp["max_abs"], gp["max_abs"]), gp["snr_db"], pp["snr_db"],
                 r["parity_vs_gpu"]["snr_db"], gp["nonfinite"], pp["nonfinite"]))
     return "\n".join(lines) + "\n\nRT-DETR (op16), detections above the score floor %g matched to each side's own FP32:\n\n" % \
-        SCORE_FLOOR + "\n".join(det) + "\n"
+        SCORE_FLOOR + "\n".join(det) + "\n" + ("\nAdversarial layers, each side against the exact result (rms error " \
+        "over the exact result's rms):\n\n" + "\n".join(lay) + "\n" if len(lay) > 2 else "")
 
 
 def main():
@@ -270,6 +293,7 @@ def main():
     p = sub.add_parser("prepare")
     p.add_argument("--data", required=True)
     p.add_argument("--images", type=int, default=120)
+    p.add_argument("--layers", action="store_true", help="also the adversarial layer cases (layers.py)")
     p.add_argument("--no-images", action="store_true",
                    help="leave DIR/shapes/ empty (gen-shapes --split val --seed 2024 draws the same PNGs)")
     c = sub.add_parser("compare")

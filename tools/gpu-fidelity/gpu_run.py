@@ -24,7 +24,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import onnx_torch  # noqa: E402
-from common import PRECISIONS, load_inputs, sample_stride  # noqa: E402
+from common import PRECISIONS, load_inputs, sample_stride, sha256_of  # noqa: E402
 
 DTYPE = {"fp32": torch.float32, "tf32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
 
@@ -119,6 +119,8 @@ def main():
             torch.cuda.synchronize()
         np.savez_compressed(os.path.join(a.out, "gpu-%s.npz" % name), **arrays)
         meta["models"][name] = {"samples": len(sets), "seconds": round(time.time() - t0, 1)}
+        if "exact" in m:   # data made here (layers.py): which bytes ran
+            meta["models"][name]["sha256"] = sha256_of(a.data, m)
         print("gpu_run: %s: %d samples x %d precisions in %.1f s" % (name, len(sets), len(a.precisions.split(",")),
                                                                       time.time() - t0), flush=True)
     with open(os.path.join(a.out, "gpu-meta.json"), "w") as f:
