@@ -142,7 +142,10 @@ static void write_grid(FILE *f, const report_t *r)
     for (int i = 0; i < r->n_cells; i++) have_map |= r->cells[i].ap >= 0;
     json_t *th = json_object_get(r->plan, "thresholds");
     double max_drop = json_is_number(json_object_get(th, "max_map_drop")) ? json_number_value(json_object_get(th, "max_map_drop")) : -1;
-    fprintf(f, "<table id=\"grid\"><caption>%s", have_map ? "AP points against the reference" : "Outputs against the reference");
+    if (r->task_metric && strcmp(r->task_metric, "ap"))
+        fprintf(f, "<table id=\"grid\"><caption>%s against the reference", metric_label(r->task_metric));
+    else
+        fprintf(f, "<table id=\"grid\"><caption>%s", have_map ? "AP points against the reference" : "Outputs against the reference");
     if (have_map && max_drop >= 0) fprintf(f, " (a cell may lose %.1f)", max_drop);
     fprintf(f, "</caption>\n<tr><th>variant \\ precision</th>");
     for (int b = 0; b < np; b++) { fprintf(f, "<th>"); esc(f, ps[b]); fprintf(f, "</th>"); }
