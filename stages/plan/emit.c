@@ -136,8 +136,8 @@ static void queue_compare_args(plan_out_t *o, const char *dir)
 }
 
 /* The task metric of a cell other than detection's (task-eval): its
- * settings live in task.args; a classifier's non-reference cells also count
- * their top-1 flips against the reference cell's outputs. */
+ * settings live in task.args; a classifier's cells also count their top-1
+ * flips against the reference cell's outputs (the reference's own: 0). */
 static int has_task_eval(const model_cfg_t *m)
 {
     return m->task && strcmp(m->task, "detection");
@@ -146,7 +146,7 @@ static int has_task_eval(const model_cfg_t *m)
 static void emit_task(plan_out_t *o, const char *dir, const char *cd, const char *cell, const char *ref, int is_ref)
 {
     const model_cfg_t *m = o->m;
-    int flips = !is_ref && !strcmp(m->task, "classification");
+    int flips = !strcmp(m->task, "classification");   /* the reference against itself: 0, measured */
     mk_printf(o, "%s/task.json: %s/out.done %s/task.args $(PARITY_BIN)/task-eval", cd, cd, dir);
     if (flips) mk_printf(o, " %s/cells/%s/out.done", dir, ref);
     for (int i = 0; i < 4; i += 3)   /* the files among the ground truth: labels, classes */

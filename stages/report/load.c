@@ -415,6 +415,7 @@ int report_reasons(const report_t *r, reason_group_t **out)
         size_t pl = 0;
         int count = 0, cells = 0;
         double lo = NAN, hi = NAN;
+        const cell_t *last = NULL;
         for (int j = i; j < r->n_checks; j++) {
             const check_t *q = &r->checks[j];
             const cell_t *d = NULL;
@@ -423,6 +424,8 @@ int report_reasons(const report_t *r, reason_group_t **out)
             if (q->passed || done[j] || !d || strcmp(d->variant, c->variant) || strcmp(q->name, k->name) || q->expected != k->expected)
                 continue;
             done[j] = 1;
+            if (last == d) continue;   /* one cell failing the check for several metrics */
+            last = d;
             count++;
             pl = cat(precs, pl, sizeof precs, "%s%s", pl ? ", " : "", d->precision);
             if (pl >= sizeof precs) pl = sizeof precs - 1;

@@ -144,12 +144,21 @@ int write_summary_md(const report_t *r, const char *path, perr_t *e)
     }
     free(g);
     fprintf(f, "\n<details><summary>Every cell</summary>\n\n");
-    fprintf(f, "| variant | precision | AP | AP50 | detections matched / missed / extra | NaN/Inf | median ms |\n");
+    int task = r->task_metric && strcmp(r->task_metric, "ap");   /* the task metric in place of AP */
+    if (task)
+        fprintf(f, "| variant | precision | %s (%s) | change | detections matched / missed / extra | NaN/Inf | median ms |\n",
+                metric_label(r->task_metric), metric_unit(r, r->task_metric));
+    else
+        fprintf(f, "| variant | precision | AP | AP50 | detections matched / missed / extra | NaN/Inf | median ms |\n");
     fprintf(f, "|---|---|---:|---:|---:|---:|---:|\n");
     for (int i = 0; i < r->n_cells; i++) {
         const cell_t *c = &r->cells[i];
         char ap[16], ap50[16], ms[16], dm[64] = "-";
         fmt_pct(ap, sizeof ap, c->ap); fmt_pct(ap50, sizeof ap50, c->ap50);
+        if (task && c->metric == c->metric) {
+            snprintf(ap, sizeof ap, "%.6g", c->metric);
+            snprintf(ap50, sizeof ap50, "%+.4g", c->dmetric == c->dmetric ? c->dmetric : 0.0);
+        }
         if (c->median_ms < 0) snprintf(ms, sizeof ms, "-"); else snprintf(ms, sizeof ms, "%.1f", c->median_ms);
         if (c->det) snprintf(dm, sizeof dm, "%lld / %lld / %lld", (long long)json_integer_value(json_object_get(c->det, "matched")),
                              (long long)json_integer_value(json_object_get(c->det, "missed")),
