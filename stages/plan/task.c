@@ -71,7 +71,8 @@ static int load_metric_opts(model_cfg_t *m, const task_info_t *t, perr_t *e)
 {
     const char *out = NULL;
     if (config_str(m->cfg, "metric.output", &out, e) < 0) return -1;
-    if (out && !t) return BAD(e, "%s: metric: needs a task (classification, segmentation, matting or restoration)", m->path);
+    if (out && !t)
+        return BAD(e, "%s: metric.output: needs a task (classification, segmentation, matting or restoration)", m->path);
     if (out) { add_arg(m, "--output"); add_arg(m, out); }
     for (size_t i = 0; i < sizeof metric_keys / sizeof *metric_keys; i++) {
         char key[64], num[32];

@@ -289,7 +289,7 @@ static size_t failing_metrics(const report_t *r, char *v, size_t n, size_t cap)
         if (r->cells[i].is_reference) refv = r->cells[i].variant;
     for (int i = 0; i < r->n_cells; i++) {
         const cell_t *c = &r->cells[i];
-        if (c->outcome != OUT_FAIL || !(c->dmetric == c->dmetric)) continue;
+        if (c->outcome != OUT_FAIL || c->is_reference || !(c->dmetric == c->dmetric)) continue;
         char d[96];
         metric_delta_text(r, c->dmetric, d, sizeof d);
         n = cat(v, n, cap, "%s", k++ ? ", " : " (");

@@ -70,10 +70,10 @@ void task_set_metrics(report_t *r, const cell_t *ref)
 {
     for (int i = 0; i < r->n_cells; i++) {
         cell_t *c = &r->cells[i];
-        if (r->task_metric && !strcmp(r->task_metric, "ap")) {
+        if (!r->task_metric || !strcmp(r->task_metric, "ap")) {   /* AP where map-eval ran, else none */
             c->metric = c->ap >= 0 ? 100 * c->ap : NAN;
             c->dmetric = c->dap;
-        } else if (r->task_metric) {
+        } else {
             c->metric = task_value(c, r->task_metric);
             c->dmetric = ref ? c->metric - task_value(ref, r->task_metric) : NAN;
             char t[80];
@@ -83,8 +83,6 @@ void task_set_metrics(report_t *r, const cell_t *ref)
             } else if (c->dmetric == c->dmetric) {
                 metric_delta_text(r, c->dmetric, c->mtext, sizeof c->mtext);
             }
-        } else {
-            c->metric = c->dmetric = NAN;
         }
     }
 }
