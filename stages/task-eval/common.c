@@ -96,7 +96,7 @@ int te_read_png(const char *dir, const char *sample, const char *what, image_t *
     return 0;
 }
 
-int te_plane(const tensor_t *t, const char *what, int64_t *c, int64_t *h, int64_t *w, perr_t *e)
+static int plane_dims(const tensor_t *t, const char *what, int64_t *c, int64_t *h, int64_t *w, perr_t *e)
 {
     char buf[128];
     shape_str(t->ndim, t->dims, buf, sizeof buf);
@@ -113,4 +113,16 @@ json_t *te_metric(double v, const char *unit, int higher)
 {
     return json_pack("{s:o, s:s, s:s}", "value", isfinite(v) ? json_real(v) : json_null(), "unit", unit, "better",
                      higher ? "higher" : "lower");
+}
+
+int te_read_planes(const te_opts_t *o, const char *sample, tensor_t *t, dtype_t *orig, int64_t *c, int64_t *h, int64_t *w,
+                   perr_t *e)
+{
+    char what[1024];
+    snprintf(what, sizeof what, "%s/%s", o->dt, sample);
+    if (te_read_output(o, o->dt, sample, t, orig, e) || plane_dims(t, what, c, h, w, e)) {
+        tensor_free_data(t);
+        return -1;
+    }
+    return 0;
 }

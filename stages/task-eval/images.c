@@ -16,7 +16,7 @@ static int restore_sample(const te_opts_t *o, const char *sample, double *psnr, 
     char what[1024], *path = NULL;
     int64_t c, h, w;
     snprintf(what, sizeof what, "%s/%s", o->dt, sample);
-    int rc = te_read_output(o, o->dt, sample, &t, NULL, e) || te_plane(&t, what, &c, &h, &w, e) ? -1 : 0;
+    int rc = te_read_planes(o, sample, &t, NULL, &c, &h, &w, e);
     if (!rc && c != 1 && c != 3) rc = BAD(e, "%s: %lld channels: expected an image [1, 3, H, W] or [1, 1, H, W]", what, (long long)c);
     if (!rc) rc = te_read_png(o->clean_dir, sample, "clean image", &clean, &path, e);
     if (!rc && clean.c != c)

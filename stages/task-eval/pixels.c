@@ -19,10 +19,7 @@ static int predict(const te_opts_t *o, const char *sample, int64_t *nc, int64_t 
     int64_t c;
     char what[1024];
     snprintf(what, sizeof what, "%s/%s", o->dt, sample);
-    if (te_read_output(o, o->dt, sample, &t, &dt, e) || te_plane(&t, what, &c, h, w, e)) {
-        tensor_free_data(&t);
-        return -1;
-    }
+    if (te_read_planes(o, sample, &t, &dt, &c, h, w, e)) return -1;
     int64_t npix = *h * *w;
     int rc = 0;
     *pred = xmalloc((size_t)npix * sizeof **pred);
@@ -128,7 +125,7 @@ static int mat_sample(const te_opts_t *o, const char *sample, mat_sums_t *s, per
     char what[1024], *path = NULL;
     int64_t c, h, w;
     snprintf(what, sizeof what, "%s/%s", o->dt, sample);
-    int rc = te_read_output(o, o->dt, sample, &t, NULL, e) || te_plane(&t, what, &c, &h, &w, e) ? -1 : 0;
+    int rc = te_read_planes(o, sample, &t, NULL, &c, &h, &w, e);
     if (!rc && c != 1) rc = BAD(e, "%s: %lld channels: expected an alpha matte [1, 1, H, W]", what, (long long)c);
     if (!rc) rc = te_read_png(o->gt_dir, sample, "GT alpha matte", &gt, &path, e);
     if (!rc && gt.c == 3) rc = BAD(e, "%s: an RGB image: the alpha matte is gray or the alpha channel", path);

@@ -37,9 +37,10 @@ int te_read_output(const te_opts_t *o, const char *dir, const char *sample, tens
 /* The ground-truth PNG of a sample: DIR/<sample>.png, 8 bits, palette
  * images as their indices; `what` says what it is in errors. */
 int te_read_png(const char *dir, const char *sample, const char *what, image_t *im, char **path, perr_t *e);
-/* The size of an output's spatial plane: the last two axes, every axis
- * before them but `keep` (counted from the end, 2 or 3) being 1. */
-int te_plane(const tensor_t *t, const char *what, int64_t *c, int64_t *h, int64_t *w, perr_t *e);
+/* te_read_output of the run's sample, as planes: [1, C, H, W], [C, H, W] or
+ * [H, W] (C = 1); any axis before C must be 1. */
+int te_read_planes(const te_opts_t *o, const char *sample, tensor_t *t, dtype_t *orig, int64_t *c, int64_t *h, int64_t *w,
+                   perr_t *e);
 
 json_t *eval_classification(const te_opts_t *o, perr_t *e);
 json_t *eval_segmentation(const te_opts_t *o, perr_t *e);

@@ -122,14 +122,26 @@ int labels_parse(const char *text, size_t len, const char *path, labels_t *l, pe
     return rc;
 }
 
-int labels_load(const char *path, labels_t *l, perr_t *e)
+/* Reads a whole file and hands it to a parser (labels or classes). */
+static int load_text(const char *path, int (*parse)(const char *, size_t, const char *, void *, perr_t *), void *out,
+                     perr_t *e)
 {
     char *text;
     size_t n;
     if (read_file(path, &text, &n, e)) return -1;
-    int rc = labels_parse(text, n, path, l, e);
+    int rc = parse(text, n, path, out, e);
     free(text);
     return rc;
+}
+
+static int parse_labels_any(const char *t, size_t n, const char *path, void *out, perr_t *e)
+{
+    return labels_parse(t, n, path, out, e);
+}
+
+int labels_load(const char *path, labels_t *l, perr_t *e)
+{
+    return load_text(path, parse_labels_any, l, e);
 }
 
 int64_t labels_find(const labels_t *l, const char *sample)
@@ -193,14 +205,14 @@ int classes_parse(const char *text, size_t len, const char *path, classes_t *c, 
     return rc;
 }
 
+static int parse_classes_any(const char *t, size_t n, const char *path, void *out, perr_t *e)
+{
+    return classes_parse(t, n, path, out, e);
+}
+
 int classes_load(const char *path, classes_t *c, perr_t *e)
 {
-    char *text;
-    size_t n;
-    if (read_file(path, &text, &n, e)) return -1;
-    int rc = classes_parse(text, n, path, c, e);
-    free(text);
-    return rc;
+    return load_text(path, parse_classes_any, c, e);
 }
 
 void classes_free(classes_t *c)

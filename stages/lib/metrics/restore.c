@@ -109,19 +109,28 @@ static double ssim_px(double ux, double uy, double uxx, double uyy, double uxy)
     return (a1 * a2) / (b1 * b2);
 }
 
+typedef void (*gauss_fn)(const double *in, double *out, double *tmp, int64_t h, int64_t w, const double *k);
+
+/* The five filtered moments of two h x w planes: E[x], E[y], E[x²], E[y²], E[xy]. */
+static void filter_moments(const double *x, const double *y, int64_t h, int64_t w, ssim_planes_t *p, const double *k,
+                           gauss_fn gauss)
+{
+    int64_t n = h * w;
+    gauss(x, p->ux, p->tmp, h, w, k);
+    gauss(y, p->uy, p->tmp, h, w, k);
+    for (int64_t i = 0; i < n; i++) p->prod[i] = x[i] * x[i];
+    gauss(p->prod, p->uxx, p->tmp, h, w, k);
+    for (int64_t i = 0; i < n; i++) p->prod[i] = y[i] * y[i];
+    gauss(p->prod, p->uyy, p->tmp, h, w, k);
+    for (int64_t i = 0; i < n; i++) p->prod[i] = x[i] * y[i];
+    gauss(p->prod, p->uxy, p->tmp, h, w, k);
+}
+
 /* Mean SSIM of two h x w double planes, skimage's way. */
 static double ssim_plane_skimage(const double *x, const double *y, int64_t h, int64_t w, ssim_planes_t *p,
                                  const double *k)
 {
-    int64_t n = h * w;
-    gauss_full(x, p->ux, p->tmp, h, w, k);
-    gauss_full(y, p->uy, p->tmp, h, w, k);
-    for (int64_t i = 0; i < n; i++) p->prod[i] = x[i] * x[i];
-    gauss_full(p->prod, p->uxx, p->tmp, h, w, k);
-    for (int64_t i = 0; i < n; i++) p->prod[i] = y[i] * y[i];
-    gauss_full(p->prod, p->uyy, p->tmp, h, w, k);
-    for (int64_t i = 0; i < n; i++) p->prod[i] = x[i] * y[i];
-    gauss_full(p->prod, p->uxy, p->tmp, h, w, k);
+    filter_moments(x, y, h, w, p, k, gauss_full);
     double s = 0;
     for (int64_t r = SSIM_R; r < h - SSIM_R; r++)
         for (int64_t c = SSIM_R; c < w - SSIM_R; c++) {
@@ -214,15 +223,8 @@ static void gauss_valid(const double *in, double *out, double *tmp, int64_t h, i
 static double ssim_plane_basicsr(const double *x, const double *y, int64_t h, int64_t w, ssim_planes_t *p,
                                  const double *k)
 {
-    int64_t n = h * w, m = (h - 2 * SSIM_R) * (w - 2 * SSIM_R);
-    gauss_valid(x, p->ux, p->tmp, h, w, k);
-    gauss_valid(y, p->uy, p->tmp, h, w, k);
-    for (int64_t i = 0; i < n; i++) p->prod[i] = x[i] * x[i];
-    gauss_valid(p->prod, p->uxx, p->tmp, h, w, k);
-    for (int64_t i = 0; i < n; i++) p->prod[i] = y[i] * y[i];
-    gauss_valid(p->prod, p->uyy, p->tmp, h, w, k);
-    for (int64_t i = 0; i < n; i++) p->prod[i] = x[i] * y[i];
-    gauss_valid(p->prod, p->uxy, p->tmp, h, w, k);
+    int64_t m = (h - 2 * SSIM_R) * (w - 2 * SSIM_R);
+    filter_moments(x, y, h, w, p, k, gauss_valid);
     double s = 0;
     for (int64_t i = 0; i < m; i++) s += ssim_px(p->ux[i], p->uy[i], p->uxx[i], p->uyy[i], p->uxy[i]);
     return s / (double)m;
