@@ -142,9 +142,13 @@ static void write_grid(FILE *f, const report_t *r)
     for (int i = 0; i < r->n_cells; i++) have_map |= r->cells[i].ap >= 0;
     json_t *th = json_object_get(r->plan, "thresholds");
     double max_drop = json_is_number(json_object_get(th, "max_map_drop")) ? json_number_value(json_object_get(th, "max_map_drop")) : -1;
-    if (r->task_metric && strcmp(r->task_metric, "ap"))
+    json_t *allow = r->task_metric ? json_object_get(json_object_get(th, "max_metric_drop"), r->task_metric) : NULL;
+    if (r->task_metric && strcmp(r->task_metric, "ap")) {
         fprintf(f, "<table id=\"grid\"><caption>%s against the reference", metric_label(r->task_metric));
-    else
+        if (json_is_number(allow))
+            fprintf(f, " (a cell may lose %g%s%s)", json_number_value(allow), *metric_unit(r, r->task_metric) ? " " : "",
+                    metric_unit(r, r->task_metric));
+    } else
         fprintf(f, "<table id=\"grid\"><caption>%s", have_map ? "AP points against the reference" : "Outputs against the reference");
     if (have_map && max_drop >= 0) fprintf(f, " (a cell may lose %.1f)", max_drop);
     fprintf(f, "</caption>\n<tr><th>variant \\ precision</th>");
