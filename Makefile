@@ -184,12 +184,16 @@ MODELS_ALL := $(call safe_model_files)
 VALIDATE_MODELS := $(VALIDATE_MODELS)
 $(foreach m,$(VALIDATE_MODELS),$(if $(wildcard configs/models/$(m).yaml),,\
   $(error validate: no configs/models/$(m).yaml (available: $(MODELS_ALL)))))
--include $(VALIDATE_MODELS:%=$(BUILD)/%/plan.mk)
+# include, not -include: a config that plan refuses stops make there (exit
+# 2), before any cell runs; its old plan.mk is removed, so no later run can
+# take the stale matrix and its old verdict for this config's.
+include $(VALIDATE_MODELS:%=$(BUILD)/%/plan.mk)
 endif
 
 $(BUILD)/%/plan.mk: configs/models/%.yaml $(O)/bin/plan
 	@echo "  PLAN    $*"
-	$(Q)$(O)/bin/plan '$<' -o '$(BUILD)/$*'
+	$(Q)$(O)/bin/plan '$<' -o '$(BUILD)/$*' || { rm -f '$@'; \
+	  echo "validate: $*: configs/models/$*.yaml does not plan (above): nothing was run" >&2; exit 2; }
 
 plan: $(VALIDATE_MODELS:%=$(BUILD)/%/plan.mk)
 
