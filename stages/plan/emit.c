@@ -59,14 +59,20 @@ static void emit_preprocess(plan_out_t *o, const char *dir)
         json_t *a = json_array();
         args_add(o, a, "--config"); args_add(o, a, m->variants[v].config);
         for (int i = 0; i < m->n_pre_set; i++) { args_add(o, a, "--set"); args_add(o, a, m->pre_set[i]); }
-        args_add(o, a, "--dataset"); args_add(o, a, m->gt);
+        if (m->gt) { args_add(o, a, "--dataset"); args_add(o, a, m->gt); }
         args_add(o, a, "--images"); args_add(o, a, m->images);
         char an[256];
         snprintf(an, sizeof an, "pre/%s.args", vn);
         queue_args(o, dir, an, a);
         shard_guard_begin(o);
-        mk_printf(o, "%s/pre/%s.done: %s/pre/%s.args %s %s $(PARITY_BIN)/preprocess\n", dir, vn, dir, vn,
-                  m->variants[v].config, m->gt);
+        /* the ground truth lists the images; a folder alone is its own list
+         * (its time changes when an image is added or removed; $(wildcard):
+         * a folder that depends: makes is not there when make starts) */
+        mk_printf(o, "%s/pre/%s.done: %s/pre/%s.args %s $(PARITY_BIN)/preprocess", dir, vn, dir, vn, m->variants[v].config);
+        if (m->gt) mk_printf(o, " %s", m->gt);
+        else mk_printf(o, " $(wildcard %s)", m->images);
+        for (int i = 0; i < m->n_depends; i++) mk_printf(o, " %s", m->depends[i]);
+        mk_printf(o, "\n");
         mk_printf(o, "\t@echo '  PRE     %s %s'\n", m->name, vn);
         mk_printf(o, "\t$(Q)rm -f $@ && $(PARITY_BIN)/preprocess @'%s/pre/%s.args' -o '%s/pre/%s' -j $(JOBS) && touch $@\n\n",
                   dir, vn, dir, vn);
@@ -124,6 +130,8 @@ static void queue_compare_args(plan_out_t *o, const char *dir)
         snprintf(num, sizeof num, "=%.10g,%.10g", m->tols[i].atol, m->tols[i].rtol);
         args_add(o, a, "--per-tensor"); args_add2(o, a, m->tols[i].name, num);
     }
+    for (int i = 0; i < m->n_judge; i++) { args_add(o, a, "--judge"); args_add(o, a, m->judge[i]); }
+    for (int i = 0; i < m->n_ignore; i++) { args_add(o, a, "--ignore"); args_add(o, a, m->ignore[i]); }
     if (m->layer_snr_db > 0) {
         snprintf(num, sizeof num, "%.10g", m->layer_snr_db);
         args_add(o, a, "--layer-snr-db"); args_add(o, a, num);
@@ -279,7 +287,7 @@ static json_t *plan_json(const model_cfg_t *m, const char *dir)
     json_object_set_new(root, "model", json_string(m->name));
     json_object_set_new(root, "config", json_string(m->path));
     json_object_set_new(root, "onnx", json_string(m->model));
-    json_object_set_new(root, "dataset", m->gt ? json_pack("{s:s, s:s}", "gt", m->gt, "images", m->images) : json_null());
+    json_object_set_new(root, "dataset", m->images ? json_pack("{s:s?, s:s}", "gt", m->gt, "images", m->images) : json_null());
     json_object_set_new(root, "reference", json_string(ref_cell(m, ref, sizeof ref)));
     json_t *vs = json_array(), *ps = json_array();
     for (int v = 0; v < m->n_variants; v++) json_array_append_new(vs, json_string(m->variants[v].name));
@@ -292,6 +300,11 @@ static json_t *plan_json(const model_cfg_t *m, const char *dir)
     for (int i = 0; i < m->n_tols; i++)
         json_object_set_new(json_object_get(tol, "outputs"), m->tols[i].name,
                             json_pack("{s:f, s:f}", "atol", m->tols[i].atol, "rtol", m->tols[i].rtol));
+    json_t *jg = json_array(), *ig = json_array();
+    for (int i = 0; i < m->n_judge; i++) json_array_append_new(jg, json_string(m->judge[i]));
+    for (int i = 0; i < m->n_ignore; i++) json_array_append_new(ig, json_string(m->ignore[i]));
+    json_object_set_new(root, "outputs", jg);
+    json_object_set_new(tol, "ignore", ig);
     json_object_set_new(tol, "layer_snr_db", m->layer_snr_db > 0 ? json_real(m->layer_snr_db) : json_null());
     json_object_set_new(tol, "match", json_string(m->match_detections ? "detections" : "elements"));
     json_t *pp = json_array();

@@ -43,7 +43,9 @@ typedef struct model_cfg {
     int ref_variant, ref_precision;
     double atol, rtol;
     char *error_stat;
-    tensor_tol_t tols[PLAN_MAX]; int n_tols;
+    tensor_tol_t tols[PLAN_MAX]; int n_tols;   /* compare.outputs: names or globs */
+    char *judge[PLAN_MAX]; int n_judge;        /* outputs: what the application reads (globs) */
+    char *ignore[PLAN_MAX]; int n_ignore;      /* compare.ignore: outputs not judged (globs) */
     int detection;              /* has a detection: section (map-eval) */
     double max_map_drop;        /* AP points; < 0 = no threshold */
     double min_map;             /* AP of the reference; < 0 = none */

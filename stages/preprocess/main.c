@@ -5,6 +5,7 @@
  *   preprocess --config FILE [--set KEY=VALUE]... -o OUTDIR IMAGE.png...
  *   preprocess --config FILE -o OUTDIR --list FILE
  *   preprocess --config FILE -o OUTDIR --dataset COCO.json [--images DIR] [IMAGE.png...]
+ *   preprocess --config FILE -o OUTDIR --images DIR
  *
  * Writes OUTDIR/<sample-id>/<input>.npy (+ extra inputs) and meta.json per
  * image, then OUTDIR/index.json when every image succeeded. */
@@ -20,13 +21,15 @@ static const char usage[] =
     "usage: preprocess --config FILE [--set KEY=VALUE]... -o OUTDIR IMAGE.png...\n"
     "       preprocess --config FILE -o OUTDIR --list FILE\n"
     "       preprocess --config FILE -o OUTDIR --dataset COCO.json [--images DIR]\n"
+    "       preprocess --config FILE -o OUTDIR --images DIR\n"
     "  -c, --config FILE      preprocessing config (YAML; configs/preprocess/*.yaml)\n"
     "  -s, --set KEY=VALUE    override a config key (value is YAML: 320x320, [0.5,0.5,0.5])\n"
     "  -o, --output OUTDIR    one folder per image: <input>.npy, extra inputs, meta.json\n"
     "  -l, --list FILE        image paths, one per line (# comments)\n"
     "      --dataset FILE     COCO ground truth: sample ids are image ids; without IMAGEs,\n"
     "                         every image of it, found under --images DIR\n"
-    "      --images DIR       folder of the dataset's images [the JSON's folder]\n"
+    "      --images DIR       folder of the dataset's images [the JSON's folder]; without\n"
+    "                         --dataset, every PNG of DIR (sorted by name; ids: file stems)\n"
     "  -j, --jobs N           images processed in parallel [number of CPUs]\n"
     "  @FILE                  more arguments, from FILE: a JSON array of strings (plan's .args)\n"
     "  -h, --help | -V, --version\n"
