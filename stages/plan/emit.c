@@ -10,6 +10,7 @@
  * steps that use it, and no config value is ever make or shell syntax. The
  * names and paths that make needs as targets pass write.c's check on the
  * way in (and are single-quoted in recipes as well). */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -143,12 +144,34 @@ static void queue_compare_args(plan_out_t *o, const char *dir)
     queue_args(o, dir, "detect.args", d);
 }
 
+/* dump.budget shared by the dumps that coexist in build/NAME: the
+ * reference's, and each other parity precision's dump and local run (all
+ * the size of the reference's at most, since they hold the same tensors). */
+static int n_dumps(const model_cfg_t *m)
+{
+    if (m->precisions[m->ref_precision].backend) return 0;
+    int n = 1;
+    for (int p = 0; p < m->n_precisions; p++) n += 2 * (p != m->ref_precision && !m->precisions[p].backend);
+    return n > 1 ? n : 0;
+}
+
+static void queue_dump_args(plan_out_t *o, const char *dir)
+{
+    char num[64];
+    json_t *a = json_array();
+    int n = n_dumps(o->m);
+    snprintf(num, sizeof num, "%.0f", floor(n ? o->m->dump_budget / n : o->m->dump_budget));   /* n shares fit */
+    args_add(o, a, "--dump-budget"); args_add(o, a, num);
+    queue_args(o, dir, "dump.args", a);
+}
+
 static void emit_cells(plan_out_t *o, const char *dir)
 {
     const model_cfg_t *m = o->m;
     char ref[256], sets[1024];
     ref_cell(m, ref, sizeof ref);
     queue_compare_args(o, dir);
+    queue_dump_args(o, dir);
     for (int v = 0; v < m->n_variants; v++) {
         pre_sets(m, dir, v, sets, sizeof sets);
         for (int p = 0; p < m->n_precisions; p++) {
@@ -196,12 +219,16 @@ static void emit_cells(plan_out_t *o, const char *dir)
                              "--section . --json $@ -q\n\n", m->gt, cd, sets, decode);
             }
             if (precision_cell) {
+                /* the reference's dump is held to its share of dump.budget; the
+                 * others dump exactly the tensors it holds (layerwise pairs them by name) */
                 mk_printf(o, "%s/dump.done: %s/engines/%s.engine", cd, dir, pn);
                 put_stamp(o, dir, v);
-                mk_printf(o, " $(PARITY_BIN)/infer\n\t@echo '  DUMP    %s %s'\n", m->name, cell);
+                if (!is_ref) mk_printf(o, " %s/cells/%s/dump.done", dir, ref);
+                mk_printf(o, " %s/dump.args $(PARITY_BIN)/infer\n\t@echo '  DUMP    %s %s'\n", dir, m->name, cell);
                 mk_printf(o, "\t$(Q)rm -f $@ && $(PARITY_BIN)/infer '%s/engines/%s.engine' -i ", dir, pn);
                 put_dump_input(o, sets);
-                mk_printf(o, " -o '%s/dump' --dump all && touch $@\n\n", cd);
+                if (is_ref) mk_printf(o, " -o '%s/dump' --dump all @'%s/dump.args' && touch $@\n\n", cd, dir);
+                else mk_printf(o, " -o '%s/dump' --dump all --dump-like '%s/cells/%s/dump' && touch $@\n\n", cd, dir, ref);
             }
             if (precision_cell && !is_ref) {
                 mk_printf(o, "%s/layerwise.json: %s/dump.done %s/cells/%s/dump.done %s/compare.args $(PARITY_BIN)/compare\n",
@@ -214,7 +241,8 @@ static void emit_cells(plan_out_t *o, const char *dir)
                 mk_printf(o, "\t@echo '  LOCAL   %s %s'\n", m->name, cell);
                 mk_printf(o, "\t$(Q)rm -f $@ && $(PARITY_BIN)/infer '%s/engines/%s.engine' -i ", dir, pn);
                 put_dump_input(o, sets);
-                mk_printf(o, " -o '%s/local' --dump all --reference '%s/cells/%s/dump' && touch $@\n\n", cd, dir, ref);
+                mk_printf(o, " -o '%s/local' --dump all --dump-like '%s/cells/%s/dump' --reference '%s/cells/%s/dump' && touch $@\n\n",
+                          cd, dir, ref, dir, ref);
                 mk_printf(o, "%s/local.json: %s/local.done %s/cells/%s/dump.done %s/compare.args $(PARITY_BIN)/compare\n",
                           cd, cd, dir, ref, dir);
                 mk_printf(o, "\t@echo '  LOCAL   %s %s (compare)'\n", m->name, cell);
@@ -276,6 +304,12 @@ static void emit_selection(plan_out_t *o, const char *dir)
     mk_printf(o, "\t@if [ -f '%s/.validated' ] && ! [ 'reports/%s/results.json' -nt '%s/.validated' ]; then "
                  "echo 'validate: %s: nothing changed since the last run'; fi; touch '%s/.validated'\n",
               dir, M, dir, M, dir);
+    /* the layerwise dumps' use of dump.budget, said where the run ends */
+    char budget[64];
+    snprintf(budget, sizeof budget, "%.0f", m->dump_budget / 1e6);
+    mk_printf(o, "\t@n=$$(du -scb '%s'/cells/*/dump '%s'/cells/*/local 2>/dev/null | tail -n 1 | cut -f 1); "
+                 "[ \"$${n:-0}\" -gt 0 ] && echo \"validate: %s: layerwise dumps take $$((n / 1000000)) MB of the %s MB budget (dump.budget)\"; true\n",
+              dir, dir, M, budget);
     mk_printf(o, "\t@$(PARITY_BIN)/report --verdict 'reports/%s/results.json' || true\n\n", M);
     mk_printf(o, ".PHONY: validate-%s\n", M);
 }

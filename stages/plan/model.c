@@ -54,6 +54,7 @@ static const model_key_t model_schema[] = {
     {"thresholds.min_map", "number"},
     {"thresholds.require_compare", "bool"},
     {"layerwise_sample", "name"},
+    {"dump.budget", "bytes: a number, or with a unit (500MB, 1GB, 2GiB)"},
     {"variants.[].detection", "the variant's own decoding (map-eval), on top of detection:", decode_config_keys, 0},
     {"compare.layer_snr_db", "number (dB)"},
     {"compare.match", "detections | elements"},
@@ -335,6 +336,29 @@ static int load_tolerances(model_cfg_t *m, perr_t *e)
     return 0;
 }
 
+/* dump.budget: bytes, or a number with a unit (kB/KB, MB, GB, TB: powers of
+ * 1000; KiB, MiB, GiB, TiB: of 1024). Default 1 GB: a 1024x1024 model's
+ * layerwise dumps stay under it (docs/config.md). */
+static int load_dump_budget(model_cfg_t *m, perr_t *e)
+{
+    static const struct { const char *u; double f; } units[] = {
+        {"", 1}, {"B", 1}, {"kB", 1e3}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12},
+        {"KiB", 1024.0}, {"MiB", 1048576.0}, {"GiB", 1073741824.0}, {"TiB", 1099511627776.0},
+    };
+    const char *s;
+    char where[256];
+    m->dump_budget = 1e9;
+    int r = config_str(m->cfg, "dump.budget", &s, e);
+    if (r <= 0) return r;
+    char *end;
+    double v = strtod(s, &end);
+    while (*end == ' ') end++;
+    for (size_t i = 0; end != s && i < sizeof units / sizeof *units; i++)
+        if (!strcmp(end, units[i].u) && v >= 0 && v * units[i].f <= 1e15) { m->dump_budget = v * units[i].f; return 0; }
+    return BAD(e, "%s: dump.budget: '%s' is not a size (a number of bytes, or 500MB, 1GB, 2GiB)",
+               cfg_node_where(config_get(m->cfg, "dump.budget"), where, sizeof where), s);
+}
+
 /* outputs: / compare.ignore: lists of tensor names or globs. */
 static int load_globs(model_cfg_t *m, const char *key, char **dst, int *n, perr_t *e)
 {
@@ -501,7 +525,7 @@ int model_load(model_cfg_t *m, const char *path, const char *build_dir, perr_t *
     if (config_bool(m->cfg, "thresholds.require_compare", &m->require_compare, e) < 0) return -1;
     if ((nd = config_get(m->cfg, "layerwise_sample")) && get_checked(m, nd, "layerwise_sample", 0, &m->layerwise_sample, e))
         return -1;
-    if (load_compare_extras(m, e) || load_expected(m, e)) return -1;
+    if (load_compare_extras(m, e) || load_expected(m, e) || load_dump_budget(m, e)) return -1;
     if (load_globs(m, "outputs", m->judge, &m->n_judge, e) || load_globs(m, "compare.ignore", m->ignore, &m->n_ignore, e))
         return -1;
     if ((nd = config_get(m->cfg, "depends"))) {

@@ -51,6 +51,7 @@ typedef struct model_cfg {
     double min_map;             /* AP of the reference; < 0 = none */
     int require_compare;        /* every cell must pass compare */
     char *layerwise_sample;     /* sample folder name for layerwise dumps, or NULL */
+    double dump_budget;         /* dump.budget: bytes all layerwise dumps of a run may take */
     char *depends[PLAN_MAX]; int n_depends;   /* files the Makefile makes first (generated models) */
     double layer_snr_db;        /* compare.layer_snr_db: layers judged by SNR; <= 0 = by tolerance */
     int match_detections;       /* compare.match: detections (default with detection:) */
