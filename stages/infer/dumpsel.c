@@ -32,7 +32,7 @@ static void pick_spread(const int64_t *size, int n, int64_t budget, char *keep)
         for (int i = 0; i < n; i++) keep[i] = (i % k == k - 1) && size[i] <= budget;
         return;
     }
-    memset(keep, 0, (size_t)n);
+    for (int i = 0; i < n; i++) keep[i] = 0;
 }
 
 static void drop(tensor_set_t *s, const char *keep_or_null)
@@ -48,6 +48,7 @@ static void drop(tensor_set_t *s, const char *keep_or_null)
 
 int dump_select(const graph_t *g, tensor_set_t *s, const dump_limit_t *lim, const char *where)
 {
+    if (lim->where) where = lim->where;
     if (lim->budget < 0 && !lim->like) return 0;
     int n = 0;
     int64_t *size = xcalloc((size_t)s->n + 1, sizeof *size), all = 0, kept = 0;

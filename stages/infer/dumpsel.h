@@ -8,6 +8,7 @@
 typedef struct dump_limit {
     int64_t budget;      /* bytes the dumped tensors of one sample may take; < 0 none */
     const char *like;    /* or: dump only the tensors this dump folder holds */
+    const char *where;   /* the sample's output folder, as said on stderr (not its staging name) */
 } dump_limit_t;
 
 /* Drops from s the dumped tensors the limit leaves out (graph outputs stay)

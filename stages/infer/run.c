@@ -151,8 +151,11 @@ int infer_all(const graph_t *g, exec_opts_t *xo, const infer_job_t *job, perr_t 
                 dump_limit_t lim = job->dump;
                 char *like = lim.like ? path_join(lim.like, names[i]) : NULL;
                 if (like) lim.like = like;
+                char *where = path_join(job->out, names[i]);
+                lim.where = where;
                 rc = run_sample(g, xo, in, out, ref, job->warmup, job->runs, times, &lim, e);
                 free(like);
+                free(where);
                 if (!rc) {
                     json_t *s = latency_json(times, job->runs);
                     json_object_set_new(s, "sample", json_string(names[i]));
