@@ -209,6 +209,7 @@ static int score_outputs(fp_ctx_t *c, tensor_set_t *outs, int lo, int hi, fp_sco
             tensor_t *a = tensorset_get(&outs[i - lo], ref->names[k]);
             if (!a || !tensor_same_shape(a, ref->ts[k]))
                 { cmp_work_free(w); return INTERNAL(e, "output '%s' missing or reshaped", ref->names[k]); }
+            if (!cmp_config_judged(&c->crit.tol, ref->names[k])) continue;   /* outputs: / compare.ignore */
             cmp_tol_t tol = cmp_config_tol(&c->crit.tol, ref->names[k]);
             cmp_stats_t st;
             if (cmp_pair(a, ref->ts[k], &tol, w, &st, e)) { cmp_work_free(w); return -1; }

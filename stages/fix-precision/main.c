@@ -102,7 +102,20 @@ static int config_tolerances(const model_cfg_t *m, cmp_config_t *t, perr_t *e)
         snprintf(spec, sizeof spec, "%s=%.17g,%.17g", m->tols[i].name, m->tols[i].atol, m->tols[i].rtol);
         if (cmp_config_add_override(t, spec, e)) return -1;
     }
+    /* only the outputs the application reads are judged, as validate judges them */
+    for (int i = 0; i < m->n_judge; i++) cmp_config_add_glob(t, 0, m->judge[i]);
+    for (int i = 0; i < m->n_ignore; i++) cmp_config_add_glob(t, 1, m->ignore[i]);
     return 0;
+}
+
+/* outputs: / compare.ignore that leave none of the model's outputs judged
+ * would make every criterion hold trivially. */
+static int check_judged(const fp_ctx_t *c, const char *config, perr_t *e)
+{
+    const tensor_set_t *ref = c->n_samples ? &c->s[0].ref : NULL;
+    for (int k = 0; ref && k < ref->n; k++)
+        if (cmp_config_judged(&c->crit.tol, ref->names[k])) return 0;
+    return BAD(e, "%s: outputs: / compare.ignore leave none of the model's outputs to judge", config);
 }
 
 typedef struct cli {
@@ -218,7 +231,7 @@ int main(int argc, char **argv)
     if (!work) perr_die("fix-precision", &e);
     c.work = work;
     c.t0 = c.t_start = fp_now();
-    if (fp_reference(&c, &e)) goto fail;
+    if (fp_reference(&c, &e) || check_judged(&c, a.config, &e)) goto fail;
     if (c.crit.min_map >= 0 && c.ref_map_search < c.crit.min_map) {
         BAD(&e, "%s: the FP32 reference itself has AP %.4f < min-map %.4f on the search samples: nothing to repair",
             a.config, c.ref_map_search, c.crit.min_map);

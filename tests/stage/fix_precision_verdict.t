@@ -87,4 +87,26 @@ ok(rc == 1 and rep.get("time_budget_hit") is True and "--max-seconds 2 ended the
    "an unreachable criterion under --max-seconds 2: not met (exit 1), the budget named as what ended it", err[-600:])
 ok(rep.get("seconds", 99) <= 3.0 and wall <= 5.0, "the whole run took %.2f s (report %.2f s) against a 2 s budget"
    % (wall, rep.get("seconds", -1)))
+
+# 4. only the outputs the application reads are judged (outputs:): sideout's side outputs
+# d1 and d3 fail fp16, output does not (models/reproducers/sideout.py)
+side = os.path.join(tmp, "side")
+for i in range(4):
+    os.makedirs(os.path.join(side, "in", "s%d" % i))
+    np.save(os.path.join(side, "in", "s%d" % i, "input.npy"), rng.uniform(0, 1, (1, 3, 64, 64)).astype(np.float32))
+base = "model: %s\ninputs: %s\nprecisions: [fp32]\ncompare: {atol: 1.0e-2, rtol: 1.0e-2}\n" % (
+    os.path.abspath(os.path.join(root, "build", "models", "sideout", "sideout.onnx")), os.path.join(side, "in"))
+res = {}
+for tag, extra in (("all", ""), ("output", "outputs: [output]\n"), ("typo", "outputs: [ouptut]\n")):
+    open(os.path.join(side, tag + ".yaml"), "w").write(base + extra)
+    rc, _, err = run("fix-precision", os.path.join(side, tag + ".yaml"), "--precision", "fp16", "--samples", 2,
+                     "--holdout", 2, "-q", "-o", os.path.join(side, tag))
+    rep = os.path.join(side, tag, "report.json")
+    res[tag] = (rc, err, json.load(open(rep))["answers"]["fix_precision"] if os.path.exists(rep) else None)
+ok(res["all"][2] is not None and {"/side1/Mul", "/side3/Mul"} & set(res["all"][2]["layers"]) and
+   res["output"][0] == 0 and res["output"][2]["layers"] == [],
+   "every output judged: the side branches' layers stay FP32; outputs: [output]: none need to (exit 0)",
+   {k: (v[0], v[2] and v[2]["layers"]) for k, v in res.items()})
+ok(res["typo"][0] == 2 and "leave none of the model's outputs to judge" in res["typo"][1] and res["typo"][2] is None,
+   "outputs: naming no output of the model: one line, exit 2, nothing written", res["typo"][1])
 done()
