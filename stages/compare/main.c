@@ -2,7 +2,8 @@
  *
  *   compare A B [--atol X] [--rtol Y] [--check-error-stat S] [--quantile Q]
  *               [--rule polygraphy|allclose] [--nan-equal] [--inf-equal]
- *               [--per-tensor NAME=atol,rtol]... [--json OUT.json] [--quiet]
+ *               [--per-tensor NAME=atol,rtol]... [--judge GLOB]... [--ignore GLOB]...
+ *               [--json OUT.json] [--quiet]
  *   compare A B --layerwise --layers LAYERS.json [--local] [tolerances] [--json OUT.json]
  *   compare A B --detection labels=L,boxes=B,scores=S[,iou=0.5,score_floor=0.3,format=xyxy] [...]
  *   compare --to-polygraphy OUT.json [--inputs] [--runner NAME] SRC
@@ -50,6 +51,9 @@ static const char usage[] =
     "  --nan-equal                 NaN in both A and B counts as equal\n"
     "  --inf-equal                 equal infinities count as equal\n"
     "  --per-tensor NAME=atol,rtol tolerances for tensors matching NAME (a glob; repeatable)\n"
+    "  --judge GLOB                judge only the tensors matching GLOB (repeatable: the outputs\n"
+    "                              the application reads); the others are shown, not counted\n"
+    "  --ignore GLOB               do not judge tensors matching GLOB (repeatable)\n"
     "  --json FILE                 every statistic, as JSON\n"
     "  --layerwise --layers FILE   first diverging layer, from two --dump all runs\n"
     "  --local                     A ran each layer on B's inputs: rank layers by own error\n"
@@ -62,7 +66,7 @@ static const char usage[] =
     "Exit: 0 all pass, 1 a tensor fails, 2 bad usage or bad input, 3 internal error.\n";
 
 enum { O_ATOL = 256, O_RTOL, O_STAT, O_QUANT, O_RULE, O_NANEQ, O_INFEQ, O_PER, O_JSON, O_LAYERWISE,
-       O_LAYERS, O_LOCAL, O_TOPOLY, O_INPUTS, O_RUNNER, O_LSNR, O_DET };
+       O_LAYERS, O_LOCAL, O_TOPOLY, O_INPUTS, O_RUNNER, O_LSNR, O_DET, O_JUDGE, O_IGNORE };
 
 static double parse_nonneg(const char *opt, const char *s)
 {
@@ -91,6 +95,7 @@ static void parse_args(int argc, char **argv, args_t *a)
         {"to-polygraphy", required_argument, 0, O_TOPOLY}, {"inputs", no_argument, 0, O_INPUTS},
         {"runner", required_argument, 0, O_RUNNER}, {"quiet", no_argument, 0, 'q'},
         {"layer-snr-db", required_argument, 0, O_LSNR}, {"detection", required_argument, 0, O_DET},
+        {"judge", required_argument, 0, O_JUDGE}, {"ignore", required_argument, 0, O_IGNORE},
         {"help", no_argument, 0, 'h'}, {"version", no_argument, 0, 'V'}, {0, 0, 0, 0},
     };
     cmp_config_init(&a->cfg);
@@ -114,6 +119,10 @@ static void parse_args(int argc, char **argv, args_t *a)
         case O_INFEQ: a->cfg.tol.inf_equal = 1; break;
         case O_PER:
             if (cmp_config_add_override(&a->cfg, optarg, &e)) die_usage("compare", "%s", e.msg);
+            break;
+        case O_JUDGE: case O_IGNORE:
+            if (!*optarg) die_usage("compare", "%s needs a tensor name or glob", c == O_JUDGE ? "--judge" : "--ignore");
+            cmp_config_add_glob(&a->cfg, c == O_IGNORE, optarg);
             break;
         case O_JSON: a->json = optarg; break;
         case O_LAYERWISE: a->layerwise = 1; break;
@@ -200,7 +209,7 @@ int main(int argc, char **argv)
         lw_result_free(&r);
         lw_layers_free(&L);
     } else {
-        if (cmp_run(&sa, &sb, &a.cfg, &rep, &e)) perr_die("compare", &e);
+        if (cmp_run(&sa, &sb, &a.cfg, &rep, &e) || cmp_check_judged(&a.cfg, &rep, &e)) perr_die("compare", &e);
         if (!a.quiet) report_text(stdout, &rep);
         status = cmp_report_status(&rep);
         if (a.json) doc = report_json(&rep);

@@ -155,6 +155,13 @@ static int write_md(const fp_ctx_t *c, const char *cfg, fp_result_t *ours, fp_re
     if (atomic_open(&af, path, e)) return -1;
     FILE *f = af.f;
     fprintf(f, "## Precision repair: %s at %s\n\n", cfg, c->low);
+    if (c->verdict && !strcmp(c->verdict, "no_useful_split"))
+        fprintf(f, "**No useful reduced-precision split: %.1f%% of compute stays FP32** (useful below %.0f%%): the "
+                   "criterion holds only with most of the model in FP32. Deploy FP32, or relax the criterion.\n\n",
+                100.0 * ours->flops / (c->total_flops ? c->total_flops : 1), 100.0 * FP_USEFUL_MAX_FP32);
+    if (c->time_hit)
+        fprintf(f, "The time budget (--max-seconds %g) ended the search; %d evaluation(s) left out.\n\n", c->max_seconds,
+                c->skipped_evals);
     fprintf(f, "%d float layers (%d units), %.4g GFLOP per sample; %d search and %d held-out samples; %d evaluations, %.1f s.\n",
             c->n_layers, c->n_units, c->total_flops / 1e9, c->n_search, c->n_samples - c->n_search, c->evals, fp_now() - c->t_start);
     if (c->crit.use_map) fprintf(f, "Reference AP (FP32): %.4f on the search samples, %.4f held out.\n", c->ref_map_search,
@@ -242,6 +249,12 @@ int fp_emit(fp_ctx_t *c, const char *dir, const char *cfg, fp_result_t *ours, fp
                                                     "fix_precision", answer_json(c, ours, 1), "autocast", answer_json(c, ac, 1),
                                                     "bisect", answer_json(c, bi, 1)));
         json_object_set_new(j, "chosen", chosen_json(c, ours));
+        json_object_set_new(j, "verdict", json_string(c->verdict ? c->verdict : "not_met"));
+        json_object_set_new(j, "fp32_compute_share", json_real(ours->flops / (c->total_flops ? c->total_flops : 1)));
+        json_object_set_new(j, "useful_split_max_fp32_share", json_real(FP_USEFUL_MAX_FP32));
+        json_object_set_new(j, "max_seconds", c->max_seconds > 0 ? json_real(c->max_seconds) : json_null());
+        json_object_set_new(j, "evaluations_left_out_by_time", json_integer(c->skipped_evals));
+        json_object_set_new(j, "time_budget_hit", json_boolean(c->time_hit));
         json_object_set_new(j, "typed_onnx_casts", ty.written ? json_integer(ty.casts) : json_null());
         json_t *t = json_pack("{s:b,s:i,s:i,s:i,s:i}", "written", ty.written, "opset_from", ty.opset_from, "opset",
                               ty.opset_to, "casts", ty.casts, "fp32_between_casts", ty.wrapped);

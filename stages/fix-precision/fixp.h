@@ -49,11 +49,19 @@ typedef struct fp_layer {
     int unit;
 } fp_layer_t;
 
+/* A split that keeps more than this share of the compute (FLOPs) in FP32
+ * is no useful reduced-precision split: the speed and memory a reduced
+ * precision is deployed for are mostly gone (docs/precision-repair.md). */
+#define FP_USEFUL_MAX_FP32 0.5
+#define FP_EXIT_NO_SPLIT 4
+#define FP_DEFAULT_SNR_DB 30.0   /* noise power 1/1000 of the signal's */
+
 typedef struct fp_score {
     int pass;
     double err;             /* the search's measure, lower is better (map drop, or -worst SNR) */
     double map, map_drop, worst_snr, worst_cos;
     int tol_failed;         /* (sample, output) pairs failing compare's rule */
+    int skipped;            /* not run: --max-seconds would have been passed (pass 0, err inf) */
 } fp_score_t;
 
 typedef struct fp_ctx {
@@ -75,7 +83,11 @@ typedef struct fp_ctx {
     /* budget */
     int evals, max_evals;
     double t0, max_seconds;  /* t0: the search's start (its time budget) */
-    double t_start;          /* the run's start (the report) */
+    double t_start;          /* the run's start (the report, and --max-seconds: a budget on the whole run) */
+    double sample_s;         /* the longest seconds per sample of an evaluation so far (the budget's estimate) */
+    int skipped_evals;       /* evaluations --max-seconds left out */
+    int time_hit;            /* --max-seconds ended the search */
+    const char *verdict;     /* met | not_met | no_useful_split (report.json) */
     int quiet;
 } fp_ctx_t;
 

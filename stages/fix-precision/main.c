@@ -15,7 +15,8 @@
  *   snr=DB        every float output's SNR against the reference >= DB
  *   cosine=C      every float output's cosine similarity >= C
  * Default: map-drop from the config's thresholds.max_map_drop when it has a
- * detection section, else compare.
+ * detection section; else snr=compare.layer_snr_db when the config sets it;
+ * else compare when it sets its own tolerances; else snr=30.
  *
  * How: the FP32 reference runs once; each layer's own error at the target
  * precision (fed the reference's inputs) and its value range rank the
@@ -33,7 +34,9 @@
  * autocast.yaml / bisect.yaml for the baselines.
  *
  * Exit: 0 criterion met on the held-out samples, 1 not met (the best attempt
- * is written), 2 bad usage or bad input, 3 internal error. docs/precision-repair.md.
+ * is written), 4 met only with more than half of the compute in FP32 (no
+ * useful split; written too), 2 bad usage or bad input, 3 internal error.
+ * --max-seconds bounds the whole run. docs/precision-repair.md.
  */
 #include <getopt.h>
 #include <math.h>
@@ -55,14 +58,16 @@ static const char usage[] =
     "      --samples N         search samples (default 8)\n"
     "      --holdout N         held-out verification samples (default 8)\n"
     "      --max-evals N       evaluation budget of the search (default 60)\n"
-    "      --max-seconds S     time budget of the search, 0 = none (default 0)\n"
+    "      --max-seconds S     time budget of the whole run, 0 = none (default 0): no evaluation\n"
+    "                          starts that would end past it\n"
     "      --beam K            candidates measured per greedy step (default 4)\n"
     "      --margin M          the search's own evaluations must beat the criterion by M (AP points for\n"
     "                          map-drop/min-map, dB for snr; default 0); held-out checks use it as given\n"
     "      --threads N         worker threads (default 1); results do not depend on it\n"
     "  -q, --quiet             no progress on stderr\n"
     "  -h, --help | -V, --version\n"
-    "Exit: 0 met on held-out samples, 1 not met (best attempt written), 2 bad input, 3 internal error.\n";
+    "Exit: 0 met on held-out samples, 1 not met (best attempt written), 4 met only with more than half\n"
+    "of the compute in FP32 (no useful split), 2 bad input, 3 internal error.\n";
 
 static double parse_num(const char *s, const char *what)
 {
@@ -97,7 +102,20 @@ static int config_tolerances(const model_cfg_t *m, cmp_config_t *t, perr_t *e)
         snprintf(spec, sizeof spec, "%s=%.17g,%.17g", m->tols[i].name, m->tols[i].atol, m->tols[i].rtol);
         if (cmp_config_add_override(t, spec, e)) return -1;
     }
+    /* only the outputs the application reads are judged, as validate judges them */
+    for (int i = 0; i < m->n_judge; i++) cmp_config_add_glob(t, 0, m->judge[i]);
+    for (int i = 0; i < m->n_ignore; i++) cmp_config_add_glob(t, 1, m->ignore[i]);
     return 0;
+}
+
+/* outputs: / compare.ignore that leave none of the model's outputs judged
+ * would make every criterion hold trivially. */
+static int check_judged(const fp_ctx_t *c, const char *config, perr_t *e)
+{
+    const tensor_set_t *ref = c->n_samples ? &c->s[0].ref : NULL;
+    for (int k = 0; ref && k < ref->n; k++)
+        if (cmp_config_judged(&c->crit.tol, ref->names[k])) return 0;
+    return BAD(e, "%s: outputs: / compare.ignore leave none of the model's outputs to judge", config);
 }
 
 typedef struct cli {
@@ -126,8 +144,15 @@ static void setup(fp_ctx_t *c, cli_t *a, model_cfg_t *m, perr_t *e)
     c->n_shapes = m->n_shapes;
     if (config_tolerances(m, &c->crit.tol, e)) perr_die("fix-precision", e);
     if (!a->explicit_crit) {
+        /* the default that fits the model: a detector's mAP; the config's own
+         * rule where it sets one (a layer SNR, or tolerances); else an SNR,
+         * since the default tolerances (1e-5) are a bit-exactness check that
+         * no reduced precision meets: it would keep everything in FP32 */
+        int own_tol = config_get(m->cfg, "compare.atol") || config_get(m->cfg, "compare.rtol") || m->n_tols;
         if (m->detection && m->max_map_drop >= 0) { c->crit.use_map = c->crit.use_drop = 1; c->crit.max_map_drop = m->max_map_drop; }
-        else c->crit.use_tol = 1;
+        else if (m->layer_snr_db > 0) { c->crit.use_snr = 1; c->crit.min_snr_db = m->layer_snr_db; }
+        else if (own_tol) c->crit.use_tol = 1;
+        else { c->crit.use_snr = 1; c->crit.min_snr_db = FP_DEFAULT_SNR_DB; }
     }
     if (c->crit.use_map && !m->detection)
         die_usage("fix-precision", "%s: criterion map-drop/min-map needs a detection: section", a->config);
@@ -206,7 +231,7 @@ int main(int argc, char **argv)
     if (!work) perr_die("fix-precision", &e);
     c.work = work;
     c.t0 = c.t_start = fp_now();
-    if (fp_reference(&c, &e)) goto fail;
+    if (fp_reference(&c, &e) || check_judged(&c, a.config, &e)) goto fail;
     if (c.crit.min_map >= 0 && c.ref_map_search < c.crit.min_map) {
         BAD(&e, "%s: the FP32 reference itself has AP %.4f < min-map %.4f on the search samples: nothing to repair",
             a.config, c.ref_map_search, c.crit.min_map);
@@ -222,7 +247,6 @@ int main(int argc, char **argv)
      * every layer in FP32 (the reference itself) is no repair */
     int bi_ok = bi.search.pass && bi.n_layers < c.n_layers, ac_ok = ac.search.pass && ac.n_layers < c.n_layers;
     fp_result_t *seed = ac_ok && (!bi_ok || ac.n_layers <= bi.n_layers) ? &ac : bi_ok ? &bi : NULL;
-    c.t0 = fp_now();
     if (fp_search(&c, a.beam, seed, &ours, &e)) goto fail;
     /* nothing unverified is handed back while a baseline passes both sample sets */
     if (ours.has_hold && !ours.hold.pass) {
@@ -235,20 +259,34 @@ int main(int argc, char **argv)
                                                                    : "the bisection's answer, which passes both, is kept", &e))
             goto fail;
     }
+    /* the budget ended the search: evaluations left out, or no time for one more round */
+    c.time_hit = c.max_seconds > 0 && (c.skipped_evals || fp_now() - c.t_start + c.sample_s * c.n_samples > c.max_seconds);
+    int met = ours.hold.pass && ours.search.pass;
+    double share = ours.flops / (c.total_flops ? c.total_flops : 1);
+    /* met, but only by keeping most of the compute in FP32: no split worth deploying */
+    int useless = met && share > FP_USEFUL_MAX_FP32;
+    c.verdict = useless ? "no_useful_split" : met ? "met" : "not_met";
     if (fp_emit(&c, work, a.config, &ours, &ac, &bi, &low, &e)) goto fail;
     if (dir_stage_commit(work, a.out, &e)) perr_die("fix-precision", &e);
-    int met = ours.hold.pass && ours.search.pass;
-    if (!c.quiet || !met)
-        fprintf(stderr, "fix-precision: %s: %d of %d layers in fp32 (%.2f%% of the FLOPs): %s; report %s/report.md\n",
-                a.config, ours.n_layers, c.n_layers, 100.0 * ours.flops / (c.total_flops ? c.total_flops : 1),
+    char budget[160] = "";
+    if (c.time_hit)
+        snprintf(budget, sizeof budget, " (--max-seconds %g ended the search: %d evaluation(s) left out, %.1f s in all)",
+                 c.max_seconds, c.skipped_evals, fp_now() - c.t_start);
+    if (useless)
+        fprintf(stderr, "fix-precision: %s: no useful reduced-precision split: %.1f%% of compute stays FP32 (%d of %d layers; "
+                "a split is useful below %.0f%%): deploy FP32, or relax the criterion%s; report %s/report.md\n",
+                a.config, 100.0 * share, ours.n_layers, c.n_layers, 100.0 * FP_USEFUL_MAX_FP32, budget, a.out);
+    else if (!c.quiet || !met)
+        fprintf(stderr, "fix-precision: %s: %d of %d layers in fp32 (%.2f%% of the FLOPs): %s%s; report %s/report.md\n",
+                a.config, ours.n_layers, c.n_layers, 100.0 * share,
                 met ? "criterion met on the held-out samples"
                     : ours.search.pass ? "criterion met on the search samples but NOT on the held-out ones"
                                        : "criterion NOT met within the budget; best attempt written",
-                a.out);
+                budget, a.out);
     fp_result_free(&ours); fp_result_free(&ac); fp_result_free(&bi); fp_result_free(&low);
     fp_ctx_free(&c);
     model_free(&m);
-    return met ? 0 : 1;
+    return useless ? FP_EXIT_NO_SPLIT : met ? 0 : 1;
 fail:
     remove_tree(work);
     perr_die("fix-precision", &e);

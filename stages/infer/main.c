@@ -1,6 +1,7 @@
 /* infer — runs an engine on input tensor sets.
  *
- *   infer ENGINE -i IN -o OUT [--dump all|GLOB] [--threads N] [--runs N]
+ *   infer ENGINE -i IN -o OUT [--dump all|GLOB [--dump-budget BYTES | --dump-like DUMP]]
+ *         [--threads N] [--runs N]
  *         [--reference REF_DUMP] [--stats stats.json] [--profile profile.json]
  *         [--warmup N]
  *
@@ -21,12 +22,19 @@
 #include "util/isa.h"
 #include "run.h"
 #include "util/pool.h"
+#include "util/fsutil.h"
+#include "util/args.h"
 
 static const char usage[] =
     "usage: infer ENGINE -i IN -o OUT [options]\n"
     "  -i, --input IN           a tensor set, or a folder of them (one per sample)\n"
     "  -o, --output OUT         output tensor set(s), mirroring IN\n"
     "      --dump all|GLOB      also write intermediate tensors (by tensor name)\n"
+    "      --dump-budget BYTES  write at most BYTES per sample (graph outputs, always written,\n"
+    "                           included): every k-th dumped tensor in execution order, k the\n"
+    "                           smallest that fits\n"
+    "      --dump-like DUMP     write only the dumped tensors the folder DUMP holds (the other\n"
+    "                           side of a layerwise comparison)\n"
     "      --threads N          worker threads (default 1); results do not depend on it\n"
     "      --runs N             run each sample N times for latency (default 1)\n"
     "      --warmup N           run each sample N times more first, outside the statistics\n"
@@ -38,6 +46,7 @@ static const char usage[] =
     "                           [PARITY_ISA, else the CPU's best]; the same bits at every level\n"
     "      --kernels own|blas   matrix products on parity's kernels (default: the same bits on every\n"
     "                           CPU) or OpenBLAS (often faster; results depend on the CPU)\n"
+    "  @FILE                    more arguments, from FILE: a JSON array of strings (plan's .args)\n"
     "  -h, --help | -V, --version\n"
     "Exit: 0 done, 2 bad usage or bad input, 3 internal error.\n";
 
@@ -48,15 +57,17 @@ int main(int argc, char **argv)
         {"dump", required_argument, 0, 'd'}, {"threads", required_argument, 0, 't'},
         {"runs", required_argument, 0, 'r'}, {"reference", required_argument, 0, 'R'},
         {"stats", required_argument, 0, 's'}, {"profile", required_argument, 0, 'P'},
-        {"warmup", required_argument, 0, 'W'},
+        {"warmup", required_argument, 0, 'W'}, {"dump-budget", required_argument, 0, 'B'},
+        {"dump-like", required_argument, 0, 'L'},
         {"isa", required_argument, 0, 'I'}, {"kernels", required_argument, 0, 'K'}, {"help", no_argument, 0, 'h'},
         {"version", no_argument, 0, 'V'}, {0, 0, 0, 0},
     };
-    infer_job_t job = {.runs = 1};
+    infer_job_t job = {.runs = 1, .dump = {.budget = -1}};
     exec_opts_t xo = {.threads = 1};
     const char *reference = NULL;
     const char *isa = NULL, *kernels = NULL;
     int c;
+    args_expand("infer", &argc, &argv);
     while ((c = getopt_long(argc, argv, "i:o:hV", longopts, NULL)) != -1) {
         switch (c) {
         case 'i': job.in = optarg; break;
@@ -66,6 +77,8 @@ int main(int argc, char **argv)
         case 'r': job.runs = (int)opt_int("infer", "--runs", optarg, 1, 1000000); break;
         case 'W': job.warmup = (int)opt_int("infer", "--warmup", optarg, 0, 1000000); break;
         case 'R': reference = optarg; break;
+        case 'B': job.dump.budget = opt_int("infer", "--dump-budget", optarg, 0, (long long)1 << 50); break;
+        case 'L': job.dump.like = optarg; break;
         case 's': job.stats = optarg; break;
         case 'P': job.profile = optarg; break;
         case 'I': isa = optarg; break;
@@ -77,6 +90,9 @@ int main(int argc, char **argv)
     }
     if (optind != argc - 1) die_usage("infer", "expected exactly one ENGINE");
     if (!job.in || !job.out) die_usage("infer", "missing -i IN or -o OUT");
+    if ((job.dump.budget >= 0 || job.dump.like) && !xo.dump) die_usage("infer", "--dump-budget and --dump-like need --dump");
+    if (job.dump.budget >= 0 && job.dump.like) die_usage("infer", "--dump-budget and --dump-like: give one");
+    if (job.dump.like && !is_dir(job.dump.like)) die_usage("infer", "--dump-like %s: not a folder", job.dump.like);
     /* OpenBLAS stays single-threaded: parity's pool splits work into tiles
      * that do not depend on the thread count (ops/blas.c) */
     isa_configure("infer", isa, kernels);

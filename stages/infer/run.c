@@ -44,7 +44,7 @@ static int is_single_set(const char *dir)
 /* Runs one sample: warmup untimed runs (outside the per-layer profile too),
  * then runs timed ones into times[runs]. */
 static int run_sample(const graph_t *g, exec_opts_t *xo, const char *in, const char *out,
-                      const char *ref, int warmup, int runs, double *times, perr_t *e)
+                      const char *ref, int warmup, int runs, double *times, const dump_limit_t *lim, perr_t *e)
 {
     tensor_set_t inputs, refset = {0};
     if (tensorset_read(in, &inputs, e)) return -1;
@@ -72,6 +72,7 @@ static int run_sample(const graph_t *g, exec_opts_t *xo, const char *in, const c
     if (rc) perr_prefix(e, "%s: ", in);
     char *tmp = rc ? NULL : dir_stage_begin(out, e);
     if (!rc && !tmp) rc = -1;
+    if (!rc && xo->dump) dump_select(g, &outputs, lim, out);
     if (!rc && tensorset_write(tmp, &outputs, e)) rc = -1;
     if (!rc) rc = dir_stage_commit(tmp, out, e);
     else if (tmp) { remove_tree(tmp); free(tmp); }
@@ -127,7 +128,7 @@ int infer_all(const graph_t *g, exec_opts_t *xo, const infer_job_t *job, perr_t 
     if (!is_dir(job->in)) {
         rc = BAD(e, "%s: input is not a folder", job->in);
     } else if (is_single_set(job->in)) {
-        rc = run_sample(g, xo, job->in, job->out, job->reference, job->warmup, job->runs, times, e);
+        rc = run_sample(g, xo, job->in, job->out, job->reference, job->warmup, job->runs, times, &job->dump, e);
         if (!rc) {
             json_t *s = latency_json(times, job->runs);
             json_object_set_new(s, "sample", json_string("."));
@@ -146,7 +147,15 @@ int infer_all(const graph_t *g, exec_opts_t *xo, const infer_job_t *job, perr_t 
             if (is_dir(in)) {
                 char *out = path_join(stage, names[i]);
                 char *ref = job->reference ? path_join(job->reference, names[i]) : NULL;
-                rc = run_sample(g, xo, in, out, ref, job->warmup, job->runs, times, e);
+                /* a folder of samples: each one like the reference's sample of the same name */
+                dump_limit_t lim = job->dump;
+                char *like = lim.like ? path_join(lim.like, names[i]) : NULL;
+                if (like) lim.like = like;
+                char *where = path_join(job->out, names[i]);
+                lim.where = where;
+                rc = run_sample(g, xo, in, out, ref, job->warmup, job->runs, times, &lim, e);
+                free(like);
+                free(where);
                 if (!rc) {
                     json_t *s = latency_json(times, job->runs);
                     json_object_set_new(s, "sample", json_string(names[i]));

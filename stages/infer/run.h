@@ -3,10 +3,12 @@
 #define PARITY_INFER_RUN_H
 
 #include "engine/exec.h"
+#include "dumpsel.h"
 
 typedef struct infer_job {
     const char *in, *out, *stats, *reference, *profile;
     int warmup, runs;   /* untimed runs first, then timed ones, per sample */
+    dump_limit_t dump;  /* --dump-budget / --dump-like */
 } infer_job_t;
 
 int infer_all(const graph_t *g, exec_opts_t *xo, const infer_job_t *job, perr_t *e);

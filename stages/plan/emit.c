@@ -10,6 +10,7 @@
  * steps that use it, and no config value is ever make or shell syntax. The
  * names and paths that make needs as targets pass write.c's check on the
  * way in (and are single-quoted in recipes as well). */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,14 +60,20 @@ static void emit_preprocess(plan_out_t *o, const char *dir)
         json_t *a = json_array();
         args_add(o, a, "--config"); args_add(o, a, m->variants[v].config);
         for (int i = 0; i < m->n_pre_set; i++) { args_add(o, a, "--set"); args_add(o, a, m->pre_set[i]); }
-        args_add(o, a, "--dataset"); args_add(o, a, m->gt);
+        if (m->gt) { args_add(o, a, "--dataset"); args_add(o, a, m->gt); }
         args_add(o, a, "--images"); args_add(o, a, m->images);
         char an[256];
         snprintf(an, sizeof an, "pre/%s.args", vn);
         queue_args(o, dir, an, a);
         shard_guard_begin(o);
-        mk_printf(o, "%s/pre/%s.done: %s/pre/%s.args %s %s $(PARITY_BIN)/preprocess\n", dir, vn, dir, vn,
-                  m->variants[v].config, m->gt);
+        /* the ground truth lists the images; a folder alone is its own list
+         * (its time changes when an image is added or removed; $(wildcard):
+         * a folder that depends: makes is not there when make starts) */
+        mk_printf(o, "%s/pre/%s.done: %s/pre/%s.args %s $(PARITY_BIN)/preprocess", dir, vn, dir, vn, m->variants[v].config);
+        if (m->gt) mk_printf(o, " %s", m->gt);
+        else mk_printf(o, " $(wildcard %s)", m->images);
+        for (int i = 0; i < m->n_depends; i++) mk_printf(o, " %s", m->depends[i]);
+        mk_printf(o, "\n");
         mk_printf(o, "\t@echo '  PRE     %s %s'\n", m->name, vn);
         mk_printf(o, "\t$(Q)rm -f $@ && $(PARITY_BIN)/preprocess @'%s/pre/%s.args' -o '%s/pre/%s' -j $(JOBS) && touch $@\n\n",
                   dir, vn, dir, vn);
@@ -124,6 +131,8 @@ static void queue_compare_args(plan_out_t *o, const char *dir)
         snprintf(num, sizeof num, "=%.10g,%.10g", m->tols[i].atol, m->tols[i].rtol);
         args_add(o, a, "--per-tensor"); args_add2(o, a, m->tols[i].name, num);
     }
+    for (int i = 0; i < m->n_judge; i++) { args_add(o, a, "--judge"); args_add(o, a, m->judge[i]); }
+    for (int i = 0; i < m->n_ignore; i++) { args_add(o, a, "--ignore"); args_add(o, a, m->ignore[i]); }
     if (m->layer_snr_db > 0) {
         snprintf(num, sizeof num, "%.10g", m->layer_snr_db);
         args_add(o, a, "--layer-snr-db"); args_add(o, a, num);
@@ -158,6 +167,27 @@ static void emit_task(plan_out_t *o, const char *dir, const char *cd, const char
     mk_printf(o, " --json $@ -q\n\n");
 }
 
+/* dump.budget shared by the dumps that coexist in build/NAME: the
+ * reference's, and each other parity precision's dump and local run (all
+ * the size of the reference's at most, since they hold the same tensors). */
+static int n_dumps(const model_cfg_t *m)
+{
+    if (m->precisions[m->ref_precision].backend) return 0;
+    int n = 1;
+    for (int p = 0; p < m->n_precisions; p++) n += 2 * (p != m->ref_precision && !m->precisions[p].backend);
+    return n > 1 ? n : 0;
+}
+
+static void queue_dump_args(plan_out_t *o, const char *dir)
+{
+    char num[64];
+    json_t *a = json_array();
+    int n = n_dumps(o->m);
+    snprintf(num, sizeof num, "%.0f", floor(n ? o->m->dump_budget / n : o->m->dump_budget));   /* n shares fit */
+    args_add(o, a, "--dump-budget"); args_add(o, a, num);
+    queue_args(o, dir, "dump.args", a);
+}
+
 static void emit_cells(plan_out_t *o, const char *dir)
 {
     const model_cfg_t *m = o->m;
@@ -169,6 +199,7 @@ static void emit_cells(plan_out_t *o, const char *dir)
         for (int i = 0; i < m->n_task_args; i++) args_add(o, a, m->task_args[i]);
         queue_args(o, dir, "task.args", a);
     }
+    queue_dump_args(o, dir);
     for (int v = 0; v < m->n_variants; v++) {
         pre_sets(m, dir, v, sets, sizeof sets);
         for (int p = 0; p < m->n_precisions; p++) {
@@ -217,12 +248,16 @@ static void emit_cells(plan_out_t *o, const char *dir)
             }
             if (has_task_eval(m)) emit_task(o, dir, cd, cell, ref, is_ref);
             if (precision_cell) {
+                /* the reference's dump is held to its share of dump.budget; the
+                 * others dump exactly the tensors it holds (layerwise pairs them by name) */
                 mk_printf(o, "%s/dump.done: %s/engines/%s.engine", cd, dir, pn);
                 put_stamp(o, dir, v);
-                mk_printf(o, " $(PARITY_BIN)/infer\n\t@echo '  DUMP    %s %s'\n", m->name, cell);
+                if (!is_ref) mk_printf(o, " %s/cells/%s/dump.done", dir, ref);
+                mk_printf(o, " %s/dump.args $(PARITY_BIN)/infer\n\t@echo '  DUMP    %s %s'\n", dir, m->name, cell);
                 mk_printf(o, "\t$(Q)rm -f $@ && $(PARITY_BIN)/infer '%s/engines/%s.engine' -i ", dir, pn);
                 put_dump_input(o, sets);
-                mk_printf(o, " -o '%s/dump' --dump all && touch $@\n\n", cd);
+                if (is_ref) mk_printf(o, " -o '%s/dump' --dump all @'%s/dump.args' && touch $@\n\n", cd, dir);
+                else mk_printf(o, " -o '%s/dump' --dump all --dump-like '%s/cells/%s/dump' && touch $@\n\n", cd, dir, ref);
             }
             if (precision_cell && !is_ref) {
                 mk_printf(o, "%s/layerwise.json: %s/dump.done %s/cells/%s/dump.done %s/compare.args $(PARITY_BIN)/compare\n",
@@ -235,7 +270,8 @@ static void emit_cells(plan_out_t *o, const char *dir)
                 mk_printf(o, "\t@echo '  LOCAL   %s %s'\n", m->name, cell);
                 mk_printf(o, "\t$(Q)rm -f $@ && $(PARITY_BIN)/infer '%s/engines/%s.engine' -i ", dir, pn);
                 put_dump_input(o, sets);
-                mk_printf(o, " -o '%s/local' --dump all --reference '%s/cells/%s/dump' && touch $@\n\n", cd, dir, ref);
+                mk_printf(o, " -o '%s/local' --dump all --dump-like '%s/cells/%s/dump' --reference '%s/cells/%s/dump' && touch $@\n\n",
+                          cd, dir, ref, dir, ref);
                 mk_printf(o, "%s/local.json: %s/local.done %s/cells/%s/dump.done %s/compare.args $(PARITY_BIN)/compare\n",
                           cd, cd, dir, ref, dir);
                 mk_printf(o, "\t@echo '  LOCAL   %s %s (compare)'\n", m->name, cell);
@@ -298,6 +334,12 @@ static void emit_selection(plan_out_t *o, const char *dir)
     mk_printf(o, "\t@if [ -f '%s/.validated' ] && ! [ 'reports/%s/results.json' -nt '%s/.validated' ]; then "
                  "echo 'validate: %s: nothing changed since the last run'; fi; touch '%s/.validated'\n",
               dir, M, dir, M, dir);
+    /* the layerwise dumps' use of dump.budget, said where the run ends */
+    char budget[64];
+    snprintf(budget, sizeof budget, "%.0f", m->dump_budget / 1e6);
+    mk_printf(o, "\t@n=$$(du -scb '%s'/cells/*/dump '%s'/cells/*/local 2>/dev/null | tail -n 1 | cut -f 1); "
+                 "[ \"$${n:-0}\" -gt 0 ] && echo \"validate: %s: layerwise dumps take $$((n / 1000000)) MB of the %s MB budget (dump.budget)\"; true\n",
+              dir, dir, M, budget);
     mk_printf(o, "\t@$(PARITY_BIN)/report --verdict 'reports/%s/results.json' || true\n\n", M);
     mk_printf(o, ".PHONY: validate-%s\n", M);
 }
@@ -309,7 +351,7 @@ static json_t *plan_json(const model_cfg_t *m, const char *dir)
     json_object_set_new(root, "model", json_string(m->name));
     json_object_set_new(root, "config", json_string(m->path));
     json_object_set_new(root, "onnx", json_string(m->model));
-    json_object_set_new(root, "dataset", m->gt ? json_pack("{s:s, s:s}", "gt", m->gt, "images", m->images) : json_null());
+    json_object_set_new(root, "dataset", m->images ? json_pack("{s:s?, s:s}", "gt", m->gt, "images", m->images) : json_null());
     json_object_set_new(root, "reference", json_string(ref_cell(m, ref, sizeof ref)));
     json_object_set_new(root, "task", m->task ? json_string(m->task) : json_null());
     json_object_set_new(root, "task_metric", m->task_metric ? json_string(m->task_metric) : json_null());
@@ -324,6 +366,11 @@ static json_t *plan_json(const model_cfg_t *m, const char *dir)
     for (int i = 0; i < m->n_tols; i++)
         json_object_set_new(json_object_get(tol, "outputs"), m->tols[i].name,
                             json_pack("{s:f, s:f}", "atol", m->tols[i].atol, "rtol", m->tols[i].rtol));
+    json_t *jg = json_array(), *ig = json_array();
+    for (int i = 0; i < m->n_judge; i++) json_array_append_new(jg, json_string(m->judge[i]));
+    for (int i = 0; i < m->n_ignore; i++) json_array_append_new(ig, json_string(m->ignore[i]));
+    json_object_set_new(root, "outputs", jg);
+    json_object_set_new(tol, "ignore", ig);
     json_object_set_new(tol, "layer_snr_db", m->layer_snr_db > 0 ? json_real(m->layer_snr_db) : json_null());
     json_object_set_new(tol, "match", json_string(m->match_detections ? "detections" : "elements"));
     json_t *pp = json_array();

@@ -44,7 +44,9 @@ static const model_key_t model_schema[] = {
     {"compare.atol", "number"},
     {"compare.rtol", "number"},
     {"compare.check_error_stat", "name"},
-    {"compare.outputs.*", "tensor name: {atol, rtol}"},
+    {"outputs.[]", "tensor name or glob: an output the application reads (only those are judged)"},
+    {"compare.ignore.[]", "tensor name or glob: an output not judged"},
+    {"compare.outputs.*", "tensor name or glob: {atol, rtol}"},
     {"compare.outputs.*.atol", "number"},
     {"compare.outputs.*.rtol", "number"},
     {"detection", "detection decoding (map-eval)", decode_config_keys, 0},
@@ -52,6 +54,7 @@ static const model_key_t model_schema[] = {
     {"thresholds.min_map", "number"},
     {"thresholds.require_compare", "bool"},
     {"layerwise_sample", "name"},
+    {"dump.budget", "bytes: a number, or with a unit (500MB, 1GB, 2GiB)"},
     {"variants.[].detection", "the variant's own decoding (map-eval), on top of detection:", decode_config_keys, 0},
     {"compare.layer_snr_db", "number (dB)"},
     {"compare.match", "detections | elements"},
@@ -143,6 +146,17 @@ int safe_path(const char *s)
         if (!((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') ||
               *s == '.' || *s == '_' || *s == '-' || *s == '/' || *s == '+'))
             return 0;
+    return 1;
+}
+
+/* A tensor name or glob that travels in an argument file: not empty, no
+ * control characters (names such as "/model/Conv_output_0" or "out:0" are
+ * tensor names as exporters write them). */
+static int tensor_pattern_ok(const char *s)
+{
+    if (!*s) return 0;
+    for (; *s; s++)
+        if ((unsigned char)*s < 0x20 || *s == 0x7f) return 0;
     return 1;
 }
 
@@ -318,8 +332,11 @@ static int load_tolerances(model_cfg_t *m, perr_t *e)
         return BAD(e, "%s: compare.outputs: expected a mapping of tensor name to {atol, rtol}", cfg_node_where(outs, where, sizeof where));
     for (int64_t i = 0; i < outs->n; i++) {
         tensor_tol_t *t = &m->tols[m->n_tols++];
-        if (!safe_path(outs->keys[i]))
-            return BAD(e, "%s: compare.outputs: tensor name '%s' is not allowed", cfg_node_where(outs, where, sizeof where), outs->keys[i]);
+        /* a name or a glob (compare --per-tensor): it reaches compare through
+         * the argument file, never make, so any text without control characters */
+        if (!tensor_pattern_ok(outs->keys[i]))
+            return BAD(e, "%s: compare.outputs: tensor name '%s' is not allowed (empty, or control characters)",
+                       cfg_node_where(outs, where, sizeof where), outs->keys[i]);
         t->name = xstrdup(outs->keys[i]);
         if (outs->items[i]->kind != CFG_MAP)   /* not silently the defaults */
             return BAD(e, "%s: compare.outputs.%s: expected {atol, rtol}", cfg_node_where(outs->items[i], where, sizeof where),
@@ -327,7 +344,52 @@ static int load_tolerances(model_cfg_t *m, perr_t *e)
         t->atol = m->atol;
         t->rtol = m->rtol;
         const cfg_node_t *a = cfg_map_get(outs->items[i], "atol"), *r = cfg_map_get(outs->items[i], "rtol");
-        if ((a && cfg_node_double(a, "atol", &t->atol, e) < 0) || (r && cfg_node_double(r, "rtol", &t->rtol, e) < 0)) return -1;
+        char ka[300], kr[300];   /* the key's whole path: the name is the user's text */
+        snprintf(ka, sizeof ka, "compare.outputs.%s.atol", outs->keys[i]);
+        snprintf(kr, sizeof kr, "compare.outputs.%s.rtol", outs->keys[i]);
+        if ((a && cfg_node_double(a, ka, &t->atol, e) < 0) || (r && cfg_node_double(r, kr, &t->rtol, e) < 0)) return -1;
+    }
+    return 0;
+}
+
+/* dump.budget: bytes, or a number with a unit (kB/KB, MB, GB, TB: powers of
+ * 1000; KiB, MiB, GiB, TiB: of 1024). Default 1 GB: a 1024x1024 model's
+ * layerwise dumps stay under it (docs/config.md). */
+static int load_dump_budget(model_cfg_t *m, perr_t *e)
+{
+    static const struct { const char *u; double f; } units[] = {
+        {"", 1}, {"B", 1}, {"kB", 1e3}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12},
+        {"KiB", 1024.0}, {"MiB", 1048576.0}, {"GiB", 1073741824.0}, {"TiB", 1099511627776.0},
+    };
+    const char *s;
+    char where[256];
+    m->dump_budget = 1e9;
+    int r = config_str(m->cfg, "dump.budget", &s, e);
+    if (r <= 0) return r;
+    char *end;
+    double v = strtod(s, &end);
+    while (*end == ' ') end++;
+    for (size_t i = 0; end != s && i < sizeof units / sizeof *units; i++)
+        if (!strcmp(end, units[i].u) && v >= 0 && v * units[i].f <= 1e15) { m->dump_budget = v * units[i].f; return 0; }
+    return BAD(e, "%s: dump.budget: '%s' is not a size (a number of bytes, or 500MB, 1GB, 2GiB)",
+               cfg_node_where(config_get(m->cfg, "dump.budget"), where, sizeof where), s);
+}
+
+/* outputs: / compare.ignore: lists of tensor names or globs. */
+static int load_globs(model_cfg_t *m, const char *key, char **dst, int *n, perr_t *e)
+{
+    const cfg_node_t *l = config_get(m->cfg, key);
+    char where[256];
+    if (!l) return 0;
+    if (l->kind != CFG_SEQ || l->n == 0 || l->n > PLAN_MAX)
+        return BAD(e, "%s: %s: expected a list of 1 to %d tensor names or globs", cfg_node_where(l, where, sizeof where), key, PLAN_MAX);
+    for (int64_t i = 0; i < l->n; i++) {
+        const char *s;
+        if (cfg_node_str(l->items[i], key, &s, e) < 0) return -1;
+        if (!tensor_pattern_ok(s))
+            return BAD(e, "%s: %s: tensor name '%s' is not allowed (empty, or control characters)",
+                       cfg_node_where(l->items[i], where, sizeof where), key, s);
+        dst[(*n)++] = xstrdup(s);
     }
     return 0;
 }
@@ -451,11 +513,16 @@ int model_load(model_cfg_t *m, const char *path, const char *build_dir, perr_t *
     if ((nd = config_get(m->cfg, "inputs")) && get_checked(m, nd, "inputs", 1, &m->inputs, e)) return -1;
     if ((nd = config_get(m->cfg, "dataset.gt")) && get_checked(m, nd, "dataset.gt", 1, &m->gt, e)) return -1;
     if ((nd = config_get(m->cfg, "dataset.images")) && get_checked(m, nd, "dataset.images", 1, &m->images, e)) return -1;
-    if (!m->inputs == !m->gt) return BAD(e, "%s: give either inputs (ready tensor sets) or dataset.gt (images to preprocess)", path);
+    /* a dataset is a folder of images; ground truth (dataset.gt) is what a
+     * metric needs, not what preprocessing needs: a matting or restoration
+     * model without COCO annotations is a folder alone */
+    if (!m->inputs == !m->images)
+        return BAD(e, "%s: give either inputs (ready tensor sets) or dataset.images (a folder of images to preprocess, "
+                      "with dataset.gt when there is COCO ground truth)", path);
     if (m->gt && !m->images) return BAD(e, "%s: dataset.images: required with dataset.gt", path);
     if (load_map_pairs(m, "input_shapes", m->shapes, &m->n_shapes, 1, e)) return -1;
     if (load_map_pairs(m, "preprocess", m->pre_set, &m->n_pre_set, 0, e)) return -1;
-    if (m->gt) {
+    if (m->images) {
         if (load_list(m, "variants", "configs/preprocess", build_dir, e)) return -1;
     } else {
         if (config_get(m->cfg, "variants")) return BAD(e, "%s: variants need a dataset (inputs are used as they are)", path);
@@ -464,18 +531,20 @@ int model_load(model_cfg_t *m, const char *path, const char *build_dir, perr_t *
         m->n_variants = 1;
     }
     if (load_list(m, "precisions", "configs/precisions", build_dir, e)) return -1;
-    if (m->gt && find_index(m, "reference.variant", 1, &m->ref_variant, e)) return -1;
+    if (m->images && find_index(m, "reference.variant", 1, &m->ref_variant, e)) return -1;
     if (find_index(m, "reference.precision", 0, &m->ref_precision, e)) return -1;
     if (load_tolerances(m, e)) return -1;
     m->detection = config_get(m->cfg, "detection") != NULL;
-    if (m->detection && !m->gt) return BAD(e, "%s: detection: needs a dataset to evaluate against", path);
+    if (m->detection && !m->gt) return BAD(e, "%s: detection: needs ground truth to evaluate against (dataset.gt)", path);
     if (config_double(m->cfg, "thresholds.max_map_drop", &m->max_map_drop, e) < 0) return -1;
     if (config_double(m->cfg, "thresholds.min_map", &m->min_map, e) < 0) return -1;
     if (config_bool(m->cfg, "thresholds.require_compare", &m->require_compare, e) < 0) return -1;
     if ((nd = config_get(m->cfg, "layerwise_sample")) && get_checked(m, nd, "layerwise_sample", 0, &m->layerwise_sample, e))
         return -1;
-    if (load_compare_extras(m, e) || load_expected(m, e)) return -1;
+    if (load_compare_extras(m, e) || load_expected(m, e) || load_dump_budget(m, e)) return -1;
     if (model_load_task(m, e)) return -1;
+    if (load_globs(m, "outputs", m->judge, &m->n_judge, e) || load_globs(m, "compare.ignore", m->ignore, &m->n_ignore, e))
+        return -1;
     if ((nd = config_get(m->cfg, "depends"))) {
         char where[256];
         if (nd->kind != CFG_SEQ || nd->n > PLAN_MAX) return BAD(e, "%s: depends: expected a list of paths", cfg_node_where(nd, where, sizeof where));
@@ -502,6 +571,8 @@ void model_free(model_cfg_t *m)
     for (int i = 0; i < m->n_shapes; i++) free(m->shapes[i]);
     for (int i = 0; i < m->n_pre_set; i++) free(m->pre_set[i]);
     for (int i = 0; i < m->n_tols; i++) free(m->tols[i].name);
+    for (int i = 0; i < m->n_judge; i++) free(m->judge[i]);
+    for (int i = 0; i < m->n_ignore; i++) free(m->ignore[i]);
     free(m->name); free(m->path); free(m->model); free(m->inputs); free(m->gt); free(m->images);
     free(m->error_stat); free(m->layerwise_sample);
     for (int i = 0; i < m->n_depends; i++) free(m->depends[i]);

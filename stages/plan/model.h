@@ -43,12 +43,15 @@ typedef struct model_cfg {
     int ref_variant, ref_precision;
     double atol, rtol;
     char *error_stat;
-    tensor_tol_t tols[PLAN_MAX]; int n_tols;
+    tensor_tol_t tols[PLAN_MAX]; int n_tols;   /* compare.outputs: names or globs */
+    char *judge[PLAN_MAX]; int n_judge;        /* outputs: what the application reads (globs) */
+    char *ignore[PLAN_MAX]; int n_ignore;      /* compare.ignore: outputs not judged (globs) */
     int detection;              /* has a detection: section (map-eval) */
     double max_map_drop;        /* AP points; < 0 = no threshold */
     double min_map;             /* AP of the reference; < 0 = none */
     int require_compare;        /* every cell must pass compare */
     char *layerwise_sample;     /* sample folder name for layerwise dumps, or NULL */
+    double dump_budget;         /* dump.budget: bytes all layerwise dumps of a run may take */
     char *depends[PLAN_MAX]; int n_depends;   /* files the Makefile makes first (generated models) */
     double layer_snr_db;        /* compare.layer_snr_db: layers judged by SNR; <= 0 = by tolerance */
     int match_detections;       /* compare.match: detections (default with detection:) */

@@ -102,7 +102,16 @@ static void emit_shard_inputs(plan_out_t *o, const char *dir)
                      "--dir '%s' -o '%s/shards/$*/in' && touch $@\n\n", dir, m->inputs, dir);
         return;
     }
-    for (int v = 0; v < m->n_variants; v++) {
+    for (int v = 0; v < m->n_variants && !m->gt; v++) {
+        /* a folder of images without ground truth: preprocessed whole, its
+         * tensor sets split as ready ones are (sample ids: file stems) */
+        const char *vn = m->variants[v].name;
+        mk_printf(o, "%s/shards/%%/pre/%s.done: %s/pre/%s.done $(PARITY_BIN)/shard\n", dir, vn, dir, vn);
+        mk_printf(o, "\t$(call parity_shard_guard,$@,$*)\n\t@echo '  SHARD   %s %s $*'\n", m->name, vn);
+        mk_printf(o, "\t$(Q)rm -f $@ && mkdir -p '%s/shards/$*/pre' && $(PARITY_BIN)/shard select --count $(call parity_shard_n,$*) "
+                     "--index $(call parity_shard_i,$*) --dir '%s/pre/%s' -o '%s/shards/$*/pre/%s' && touch $@\n\n", dir, dir, vn, dir, vn);
+    }
+    for (int v = 0; v < m->n_variants && m->gt; v++) {
         const char *vn = m->variants[v].name;
         mk_printf(o, "%s/shards/%%/pre/%s.done: %s/pre/%s.args %s %s $(PARITY_BIN)/preprocess $(PARITY_BIN)/shard\n",
                   dir, vn, dir, vn, m->variants[v].config, m->gt);

@@ -8,6 +8,9 @@
  *   center-crop  torchvision Resize(shorter) + CenterCrop((H, W)): shorter side
  *                to `shorter`, the other int(shorter * long / short), then the
  *                window at round((size - crop) / 2).
+ *   fit-height   the text recognizers' resize (PaddleOCR's resize_norm_img):
+ *                height H, width min(W, ceil(H * (w / h))) in double as Python
+ *                computes it, placed top-left, padded on the right to W.
  * The map for map-eval: input = original * scale + offset, per axis. */
 #include <math.h>
 #include "prep.h"
@@ -38,6 +41,13 @@ int prep_geometry(const prep_cfg_t *p, int64_t w, int64_t h, prep_geom_t *g, per
         g->bottom = py_round(dh + 0.1);
         g->left = py_round(dw - 0.1);
         g->right = py_round(dw + 0.1);
+    } else if (p->mode == MODE_FIT_HEIGHT) {
+        double ratio = (double)w / (double)h, cw = ceil((double)p->h * ratio);
+        g->rh = p->h;
+        g->rw = cw > (double)p->w ? p->w : (int64_t)cw;
+        if (g->rw < 1)
+            g->rw = 1;
+        g->right = p->w - g->rw;
     } else {
         int64_t s = p->shorter;
         if (w <= h) {

@@ -3,11 +3,14 @@
  * Images come from the command line, from a list file (one path per line,
  * blank lines and #comments skipped, paths as written, relative to the current
  * folder), or from a COCO ground-truth file ("images": id, file_name, width,
- * height) with the images under --images DIR (default: the JSON's folder).
- * With a dataset, listed files are matched to it by base name; the sample id
+ * height) with the images under --images DIR (default: the JSON's folder),
+ * or from a folder alone (--images DIR without --dataset: every PNG in it,
+ * in byte order of the file names, whatever the locale; models without COCO
+ * ground truth). With a dataset, listed files are matched to it by base name; the sample id
  * is then the COCO image id, otherwise the file stem. Ids must be unique. */
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include "prep.h"
 #include "util/fsutil.h"
 
@@ -152,6 +155,38 @@ static int apply_dataset(const char *dataset, const char *images_dir, prep_input
     return rc;
 }
 
+static int has_ext(const char *name, const char *ext)
+{
+    size_t n = strlen(name), k = strlen(ext);
+    return n > k && !strcasecmp(name + n - k, ext);
+}
+
+/* Every PNG of a folder, sorted (list_dir sorts by strcmp). An image this
+ * stage cannot read (JPEG, ...) is refused by name rather than skipped: a
+ * run on part of the folder would look like a run on all of it. Other files
+ * (notes, label files, hidden ones) are not images and are left alone. */
+static int read_folder(const char *dir, prep_inputs_t *in, perr_t *e)
+{
+    static const char *const other[] = {".jpg", ".jpeg", ".bmp", ".gif", ".webp", ".tif", ".tiff", NULL};
+    char **names;
+    int n = list_dir(dir, &names, e), rc = 0;
+    if (n < 0) return -1;
+    int64_t before = in->n;
+    for (int i = 0; i < n && !rc; i++) {
+        char *p = path_join(dir, names[i]);
+        if (names[i][0] != '.' && !is_dir(p)) {
+            if (has_ext(names[i], ".png")) add_sample(in, p);
+            for (int k = 0; other[k] && !has_ext(names[i], ".png"); k++)
+                if (has_ext(names[i], other[k]))
+                    rc = BAD(e, "%s: only PNG images are read (convert it, or move it out of %s)", p, dir);
+        }
+        free(p);
+    }
+    free_list(names, n);
+    if (!rc && in->n == before) rc = BAD(e, "%s: no PNG images in the folder", dir);
+    return rc;
+}
+
 static int cmp_sample_id(const void *a, const void *b)
 {
     const prep_sample_t *x = *(prep_sample_t *const *)a, *y = *(prep_sample_t *const *)b;
@@ -182,6 +217,8 @@ int prep_inputs_build(char **files, int64_t nfiles, const char *list, const char
     if (list && read_list(list, in, e) < 0)
         return -1;
     if (dataset && apply_dataset(dataset, images_dir, in, e) < 0)
+        return -1;
+    if (!dataset && !list && !nfiles && images_dir && read_folder(images_dir, in, e) < 0)
         return -1;
     if (in->n == 0)
         return BAD(e, "no images to process (give IMAGE.png files, --list or --dataset)");

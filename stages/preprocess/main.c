@@ -5,6 +5,7 @@
  *   preprocess --config FILE [--set KEY=VALUE]... -o OUTDIR IMAGE.png...
  *   preprocess --config FILE -o OUTDIR --list FILE
  *   preprocess --config FILE -o OUTDIR --dataset COCO.json [--images DIR] [IMAGE.png...]
+ *   preprocess --config FILE -o OUTDIR --images DIR
  *
  * Writes OUTDIR/<sample-id>/<input>.npy (+ extra inputs) and meta.json per
  * image, then OUTDIR/index.json when every image succeeded. */
@@ -20,19 +21,22 @@ static const char usage[] =
     "usage: preprocess --config FILE [--set KEY=VALUE]... -o OUTDIR IMAGE.png...\n"
     "       preprocess --config FILE -o OUTDIR --list FILE\n"
     "       preprocess --config FILE -o OUTDIR --dataset COCO.json [--images DIR]\n"
+    "       preprocess --config FILE -o OUTDIR --images DIR\n"
     "  -c, --config FILE      preprocessing config (YAML; configs/preprocess/*.yaml)\n"
     "  -s, --set KEY=VALUE    override a config key (value is YAML: 320x320, [0.5,0.5,0.5])\n"
     "  -o, --output OUTDIR    one folder per image: <input>.npy, extra inputs, meta.json\n"
     "  -l, --list FILE        image paths, one per line (# comments)\n"
     "      --dataset FILE     COCO ground truth: sample ids are image ids; without IMAGEs,\n"
     "                         every image of it, found under --images DIR\n"
-    "      --images DIR       folder of the dataset's images [the JSON's folder]\n"
+    "      --images DIR       folder of the dataset's images [the JSON's folder]; without\n"
+    "                         --dataset, every PNG of DIR (sorted by name; ids: file stems)\n"
     "  -j, --jobs N           images processed in parallel [number of CPUs]\n"
     "  @FILE                  more arguments, from FILE: a JSON array of strings (plan's .args)\n"
     "  -h, --help | -V, --version\n"
     "Config keys: input.name, resize.size (HxW), resize.method (opencv-linear|opencv-area|\n"
     "opencv-nearest|opencv-cubic|pillow-bilinear|pillow-bicubic|pillow-nearest|\n"
-    "pillow-lanczos), resize.mode (stretch|letterbox|center-crop), resize.pad,\n"
+    "pillow-lanczos), resize.mode (stretch|letterbox|center-crop|fit-height), resize.pad,\n"
+    "resize.fill (the padding's value in the tensor),\n"
     "resize.shorter, color (rgb|bgr|gray|rgba|bgra), alpha (drop|composite), background,\n"
     "scale (number or 1/N), mean, std, layout (nchw|nhwc), dtype (float32|float16|uint8),\n"
     "extra.NAME (orig_wh|orig_hw|im_shape|scale_factor|input_wh).\n"

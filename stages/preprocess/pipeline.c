@@ -56,14 +56,15 @@ static void pad_pixel(const prep_cfg_t *p, uint8_t px[4])
 static void place(const prep_cfg_t *p, const prep_geom_t *g, const image_t *rs, image_t *cv)
 {
     int c = rs->c;
-    if (p->mode == MODE_LETTERBOX) {
+    int padded = p->mode == MODE_LETTERBOX || p->mode == MODE_FIT_HEIGHT;
+    if (padded) {
         uint8_t px[4];
         pad_pixel(p, px);
         for (int64_t i = 0, n = cv->w * cv->h; i < n; i++)
             memcpy(cv->data + i * c, px, (size_t)c);
     }
-    int64_t y0 = p->mode == MODE_LETTERBOX ? g->top : 0;
-    int64_t x0 = p->mode == MODE_LETTERBOX ? g->left : 0;
+    int64_t y0 = padded ? g->top : 0;
+    int64_t x0 = padded ? g->left : 0;
     int64_t rows = rs->h < cv->h ? rs->h : cv->h, cols = rs->w < cv->w ? rs->w : cv->w;
     for (int64_t y = 0; y < rows; y++) {
         const uint8_t *S = rs->data + ((y + g->crop_y) * rs->w + g->crop_x) * c;
@@ -120,6 +121,28 @@ static int make_tensor(const prep_cfg_t *p, const image_t *im, tensor_t *t, perr
     return 0;
 }
 
+/* resize.fill: the padded elements take the value itself, in the tensor's
+ * type (PaddleOCR pads its normalised image with 0, not with a pixel). */
+static void apply_fill(const prep_cfg_t *p, const prep_geom_t *g, tensor_t *t)
+{
+    if (!p->has_fill)
+        return;
+    int64_t c = p->channels, H = p->h, W = p->w;
+    float f = (float)p->fill;
+    uint16_t h = f32_to_f16(f);
+    for (int64_t y = 0; y < H; y++)
+        for (int64_t x = 0; x < W; x++) {
+            if (y >= g->top && y < g->top + g->rh && x >= g->left && x < g->left + g->rw)
+                continue;
+            for (int64_t ch = 0; ch < c; ch++) {
+                int64_t i = p->layout == LAYOUT_NHWC ? (y * W + x) * c + ch : (ch * H + y) * W + x;
+                if (p->dtype == DT_FLOAT) ((float *)t->data)[i] = f;
+                else if (p->dtype == DT_FLOAT16) ((uint16_t *)t->data)[i] = h;
+                else ((uint8_t *)t->data)[i] = (uint8_t)p->fill;
+            }
+        }
+}
+
 static int write_extra(const prep_extra_t *x, const prep_cfg_t *p, const image_t *orig,
                        const prep_geom_t *g, const char *dir, perr_t *e)
 {
@@ -149,7 +172,7 @@ static int write_extra(const prep_extra_t *x, const prep_cfg_t *p, const image_t
 static json_t *meta_json(const prep_cfg_t *p, const prep_sample_t *s, const image_t *orig,
                          const png_info_s_t *pi, const prep_geom_t *g)
 {
-    static const char *const modes[] = { "stretch", "letterbox", "center-crop" };
+    static const char *const modes[] = { "stretch", "letterbox", "center-crop", "fit-height" };
     json_t *j = json_object();
     json_object_set_new(j, "file", json_string(s->file));
     json_object_set_new(j, "sample_id", json_string(s->id));
@@ -167,6 +190,7 @@ static json_t *meta_json(const prep_cfg_t *p, const prep_sample_t *s, const imag
                         (json_int_t)g->left, "top", (json_int_t)g->top, "right",
                         (json_int_t)g->right, "bottom", (json_int_t)g->bottom, "value",
                         p->pad[0], p->pad[1], p->pad[2]));
+    json_object_set_new(json_object_get(j, "pad"), "fill", p->has_fill ? json_real(p->fill) : json_null());
     json_object_set_new(j, "mode", json_string(modes[p->mode]));
     json_object_set_new(j, "method", json_string(resize_method_names[p->method]));
     json_object_set_new(j, "resized", json_pack("{s:I,s:I}", "width", (json_int_t)g->rw,
@@ -289,6 +313,8 @@ int prep_sample(const prep_cfg_t *p, const prep_sample_t *s, const char *outdir,
     }
     if (!rc)
         rc = make_tensor(p, net, &t, e);
+    if (!rc)
+        apply_fill(p, &g, &t);
     if (!rc)
         rc = write_sample(p, s, &im, &pi, &g, &t, outdir, e);
     tensor_free_data(&t);

@@ -9,7 +9,7 @@
 #include "image/resize.h"
 #include "tensor/tensor.h"
 
-typedef enum prep_mode { MODE_STRETCH, MODE_LETTERBOX, MODE_CENTER_CROP } prep_mode_t;
+typedef enum prep_mode { MODE_STRETCH, MODE_LETTERBOX, MODE_CENTER_CROP, MODE_FIT_HEIGHT } prep_mode_t;
 typedef enum prep_color { COLOR_RGB, COLOR_BGR, COLOR_GRAY, COLOR_RGBA, COLOR_BGRA } prep_color_t;
 typedef enum prep_alpha { ALPHA_DROP, ALPHA_COMPOSITE } prep_alpha_t;
 typedef enum prep_layout { LAYOUT_NCHW, LAYOUT_NHWC } prep_layout_t;
@@ -31,7 +31,9 @@ typedef struct prep_cfg {
     resize_method_t method;
     prep_mode_t mode;
     int64_t shorter;             /* center-crop: shorter side before the crop */
-    uint8_t pad[3];              /* letterbox fill, RGB */
+    uint8_t pad[3];              /* letterbox / fit-height fill, RGB */
+    int has_fill;                /* resize.fill: the padding's value in the tensor itself */
+    double fill;
     prep_color_t color;
     int channels;                /* 1, 3 or 4 after color */
     prep_alpha_t alpha;

@@ -5,8 +5,11 @@
  *   resize.method    opencv-linear | opencv-area | opencv-nearest | opencv-cubic |
  *                    pillow-bilinear | pillow-bicubic | pillow-nearest | pillow-lanczos
  *                                                             [opencv-linear]
- *   resize.mode      stretch | letterbox | center-crop        [stretch]
- *   resize.pad       letterbox fill, one value or [R, G, B]   [114]
+ *   resize.mode      stretch | letterbox | center-crop | fit-height  [stretch]
+ *                    (fit-height: the text recognizers' resize, geometry.c)
+ *   resize.pad       letterbox / fit-height fill, one value or [R, G, B]  [114]
+ *   resize.fill      the padding's value in the output tensor itself (after
+ *                    normalisation: PaddleOCR pads with 0), instead of resize.pad
  *   resize.shorter   center-crop: shorter side before cropping [max(H, W)]
  *   color            rgb | bgr | gray | rgba | bgra           [rgb]
  *   alpha            drop | composite                         [drop]
@@ -28,7 +31,7 @@
 #include "config/schema.h"
 #include "io/tensorset.h"
 
-static const char *const modes[] = { "stretch", "letterbox", "center-crop", NULL };
+static const char *const modes[] = { "stretch", "letterbox", "center-crop", "fit-height", NULL };
 static const char *const colors[] = { "rgb", "bgr", "gray", "rgba", "bgra", NULL };
 static const char *const alphas[] = { "drop", "composite", NULL };
 static const char *const layouts[] = { "nchw", "nhwc", NULL };
@@ -181,6 +184,8 @@ static json_t *resolved_json(const prep_cfg_t *p)
     json_object_set_new(j, "resize", json_pack("{s:s,s:s,s:s,s:o,s:I}", "size", size,
                         "method", resize_method_names[p->method], "mode", modes[p->mode],
                         "pad", rgb_json(p->pad), "shorter", (json_int_t)p->shorter));
+    if (p->has_fill)
+        json_object_set_new(json_object_get(j, "resize"), "fill", json_real(p->fill));
     json_object_set_new(j, "color", json_string(colors[p->color]));
     json_object_set_new(j, "alpha", json_string(alphas[p->alpha]));
     json_object_set_new(j, "background", rgb_json(p->background));
@@ -236,6 +241,18 @@ int prep_cfg_load(const config_t *c, prep_cfg_t *p, perr_t *e)
     p->shorter = p->h > p->w ? p->h : p->w;
     if (config_int(c, "resize.shorter", &p->shorter, e) < 0)
         return -1;
+    if (config_get(c, "resize.fill")) {
+        char w[512];
+        const cfg_node_t *fn = config_get(c, "resize.fill");
+        if (config_double(c, "resize.fill", &p->fill, e) < 0)
+            return -1;
+        if (p->mode != MODE_LETTERBOX && p->mode != MODE_FIT_HEIGHT)
+            return BAD(e, "%s: resize.fill: only letterbox and fit-height pad", cfg_node_where(fn, w, sizeof w));
+        if (!isfinite(p->fill) || (p->dtype == DT_UINT8 && (p->fill != floor(p->fill) || p->fill < 0 || p->fill > 255)))
+            return BAD(e, "%s: resize.fill: expected a finite number (0..255, whole, with dtype uint8)",
+                       cfg_node_where(fn, w, sizeof w));
+        p->has_fill = 1;
+    }
     if (p->shorter < 1 || p->shorter > 1000000) {
         char w[512];
         return BAD(e, "%s: resize.shorter: expected 1..1000000",

@@ -424,8 +424,8 @@ static void chart_histogram(FILE *f, const cell_t *c, int idx)
     json_t *ts = json_object_get(c->compare, "tensors"), *t = NULL, *x;
     size_t i;
     double worst = -1;
-    json_array_foreach(ts, i, x)
-        if (jnum(x, "abs", "max") > worst) { worst = jnum(x, "abs", "max"); t = x; }
+    json_array_foreach(ts, i, x)   /* of the judged outputs */
+        if (!json_is_false(json_object_get(x, "judged")) && jnum(x, "abs", "max") > worst) { worst = jnum(x, "abs", "max"); t = x; }
     json_t *counts = json_object_get(json_object_get(t, "histogram"), "counts");
     json_t *edges = json_object_get(json_object_get(t, "histogram"), "edges");
     size_t n = json_array_size(counts);
@@ -474,6 +474,11 @@ static void write_details(FILE *f, const report_t *r)
         esc(f, c->name);
         fprintf(f, "</b> %s", c->is_reference ? "reference" : outcome_name(c->outcome));
         json_t *ff = json_object_get(first_sample(c->layerwise), "first_failure");
+        if (!c->is_reference && c->outcome != OUT_PASS && c->failing[0]) {
+            fprintf(f, " — failing output%s: <code>", c->n_failing > 1 ? "s" : "");
+            esc(f, c->failing);
+            fprintf(f, "</code>");
+        }
         if (c->is_reference || c->outcome == OUT_PASS) fprintf(f, " — outputs pass");
         else if (json_is_object(ff)) { fprintf(f, " — first diverging layer output: <code>"); esc(f, json_string_value(json_object_get(ff, "tensor"))); fprintf(f, "</code>"); }
         else if (c->layerwise) fprintf(f, " — no layer below the threshold");

@@ -40,13 +40,43 @@ static double num(json_t *o, const char *a, const char *b)
     return json_is_number(x) ? json_number_value(x) : -1;
 }
 
-/* The worst output tensor of a compare result. */
+/* A judged output that fails, named once over the samples with its worst
+ * figures: "d1 (max |a-b| 0.534, SNR 0.0 dB)", or "d1 (missing)". */
+static void note_failing(cell_t *c, json_t *ts, size_t upto, json_t *t)
+{
+    const char *name = json_string_value(json_object_get(t, "name"));
+    const char *st = json_string_value(json_object_get(t, "status"));
+    json_t *x;
+    size_t i;
+    if (!name || !st || !strcmp(st, "pass")) return;
+    json_array_foreach(ts, i, x)   /* named already, for an earlier sample */
+        if (i < upto && json_is_string(json_object_get(x, "name")) && !strcmp(json_string_value(json_object_get(x, "name")), name) &&
+            !json_is_false(json_object_get(x, "judged")) && strcmp(json_string_value(json_object_get(x, "status")), "pass"))
+            return;
+    double a = -1, s = INFINITY;
+    json_array_foreach(ts, i, x)
+        if (json_is_string(json_object_get(x, "name")) && !strcmp(json_string_value(json_object_get(x, "name")), name)) {
+            a = fmax(a, num(x, "abs", "max"));
+            if (json_is_number(json_object_get(x, "snr_db"))) s = fmin(s, num(x, "snr_db", NULL));
+        }
+    size_t n = strlen(c->failing);
+    if (c->n_failing++ == 4) snprintf(c->failing + n, sizeof c->failing - n, ", ...");
+    if (c->n_failing > 4) return;
+    if (strcmp(st, "fail")) snprintf(c->failing + n, sizeof c->failing - n, "%s%s (%s)", n ? ", " : "", name, st);
+    else if (s < INFINITY) snprintf(c->failing + n, sizeof c->failing - n, "%s%s (max |a-b| %.3g, SNR %.1f dB)", n ? ", " : "", name, a, s);
+    else snprintf(c->failing + n, sizeof c->failing - n, "%s%s (max |a-b| %.3g)", n ? ", " : "", name, a);
+}
+
+/* The worst judged output tensor of a compare result: tensors compare did
+ * not judge (outputs:, compare.ignore) are left out of the headline. */
 static void summarise_compare(cell_t *c)
 {
     c->max_abs = c->max_rel_p99 = c->snr_db = -1;
     json_t *ts = json_object_get(c->compare, "tensors"), *t;
     size_t i;
     json_array_foreach(ts, i, t) {
+        if (json_is_false(json_object_get(t, "judged"))) { c->n_unjudged++; continue; }
+        note_failing(c, ts, i, t);
         double a = num(t, "abs", "max"), r = num(t, "rel", "p99"), s = num(t, "snr_db", NULL);
         if (a > c->max_abs) c->max_abs = a;
         if (r > c->max_rel_p99) c->max_rel_p99 = r;
@@ -215,8 +245,10 @@ void report_evaluate(report_t *r)
                 k = add_check(r, c, name, ok);
                 if (!c->compare) snprintf(k->reason, sizeof k->reason, "%s: no compare result", c->precision);
                 else if (!ok) {
-                    snprintf(k->reason, sizeof k->reason, "%s: outputs differ from the reference beyond tolerance "
-                             "(worst max |a-b| %.3g, p99 rel %.3g, SNR %.1f dB).", c->precision, c->max_abs, c->max_rel_p99, c->snr_db);
+                    snprintf(k->reason, sizeof k->reason, "%s: outputs differ from the reference beyond tolerance%s%s "
+                             "(worst max |a-b| %.3g, p99 rel %.3g, SNR %.1f dB%s).", c->precision, c->failing[0] ? ": " : "",
+                             c->failing, c->max_abs, c->max_rel_p99, c->snr_db,
+                             c->n_unjudged ? " over the judged outputs" : "");
                     explain_divergence(c, k->reason, sizeof k->reason);
                 }
             } else if (!strcmp(name, "map_drop")) {

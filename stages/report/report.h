@@ -24,7 +24,9 @@ typedef struct cell {
     int is_reference;
     json_t *compare, *map, *layerwise, *local, *stats;   /* owned, NULL if absent */
     double ap, ap50;        /* -1 without map-eval */
-    double max_abs, max_rel_p99, snr_db;  /* worst output tensor; -1 without compare */
+    double max_abs, max_rel_p99, snr_db;  /* worst judged output tensor; -1 without compare */
+    char failing[768];      /* the judged outputs that fail, worst figures each: "d1 (max |a-b| 0.53, SNR 0.0 dB)" */
+    int n_failing, n_unjudged;   /* outputs (names over the samples) */
     int nonfinite;          /* NaN/Inf values in the cell's outputs (from compare) */
     double median_ms;
     const char *expected;   /* expected_failure's reason, or NULL */

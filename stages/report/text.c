@@ -74,6 +74,7 @@ int write_results_json(const report_t *r, const char *path, perr_t *e)
         json_object_set_new(x, "expected_failure", c->expected ? json_string(c->expected) : json_null());
         json_object_set_new(x, "delta_ap_points", c->dap == c->dap ? json_real(c->dap) : json_null());
         json_object_set_new(x, "detections", c->det ? json_deep_copy(c->det) : json_null());
+        json_object_set_new(x, "failing_outputs", c->failing[0] ? json_string(c->failing) : json_null());
     }
     for (int i = 0; i < r->n_checks; i++)
         json_array_append_new(checks, json_pack("{s:s, s:s, s:b, s:b, s:s}", "cell", r->checks[i].cell, "check", r->checks[i].name,

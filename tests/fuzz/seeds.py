@@ -74,6 +74,12 @@ put("config_model", "dotted-tensor-names.yaml", "# tensor names holding dots are
     "    logits: {atol: 1}\n")
 put("config_preprocess", "dotted-extra.yaml", "# an extra input whose name holds dots is one key\ninput: {name: input.1}\n"
     "resize: {size: 64x64}\nextra:\n  orig_target_sizes.1: orig_wh\n  im_shape: im_shape\n")
+# issue 34: outputs the application reads, ignored side outputs (globs), a dump budget; fit-height padding
+put("config_model", "outputs-ignore-budget.yaml", "model: m.onnx\ndataset: {images: imgs}\nvariants: [opencv-stretch]\n"
+    "precisions: [fp32, fp16]\noutputs: [output, 'side*']\ncompare:\n  ignore: ['d[1-6]']\n  outputs:\n"
+    "    'out*': {atol: 0.1, rtol: 0.1}\ndump: {budget: 500MB}\n")
+put("config_preprocess", "fit-height.yaml", "input: {name: x}\nresize: {size: 48x320, mode: fit-height, fill: 0}\n"
+    "color: bgr\nscale: 1/255\nmean: 0.5\nstd: 0.5\n")
 put("config_detection", "rtdetr.yaml", "labels: labels\nboxes: boxes\nscores: scores\nbox_format: xyxy\n"
     "box_coords: original\nlabel_map: [1, 2, 3, 4, 5, 6]\n")
 put("config_detection", "yolo.yaml", "boxes: out0\nbox_format: cxcywh\nbox_coords: normalized\nthreshold: 0.25\ntop_k: 100\nclip: true\n")

@@ -159,7 +159,8 @@ rc, _, err = run("fix-precision", os.path.join(amp, "c.yaml"), "--precision", "f
                  "--samples", 2, "--holdout", 2, "-o", os.path.join(amp, "out"))
 rep = json.load(open(os.path.join(amp, "out", "report.json")))
 a = rep["answers"]
-ok(rc == 0 and a["reduced"]["search"]["pass"] and not a["reduced"]["holdout"]["pass"] and
+# two of its three layers are two thirds of the FLOPs: met, but no useful split (exit 4, issue 34)
+ok(rc == 4 and rep["verdict"] == "no_useful_split" and a["reduced"]["search"]["pass"] and not a["reduced"]["holdout"]["pass"] and
    set(a["autocast"]["layers"]) == {"/amp/Mul", "/amp/Div"} and a["fix_precision"]["layers"] == a["autocast"]["layers"] and
    a["fix_precision"]["holdout"]["pass"] and "AutoCast" in a["fix_precision"]["note"] and
    "AutoCast" in open(os.path.join(amp, "out", "report.md")).read().split("### Layers")[0],

@@ -102,6 +102,14 @@ static void text_failure(FILE *f, const cmp_result_t *r)
 static void text_result(FILE *f, const cmp_result_t *r)
 {
     char sa[200], sb[200], b[6][32];
+    if (r->unjudged) {   /* --judge / --ignore: shown, not counted */
+        if (r->status == RES_PASS || r->status == RES_FAIL)
+            fprintf(f, "  SKIP    %s  max abs %s  SNR %s dB: not judged (would %s)\n", r->name, fmt_g(b[0], 32, r->st.abs.max),
+                    fmt_g(b[1], 32, r->st.snr_db), r->status == RES_PASS ? "pass" : "fail");
+        else
+            fprintf(f, "  SKIP    %s: not judged (%s)\n", r->name, status_name(r->status));
+        return;
+    }
     switch (r->status) {
     case RES_SAMPLE_MISSING: fprintf(f, "  MISSING sample in A\n"); return;
     case RES_SAMPLE_EXTRA: fprintf(f, "  EXTRA sample in A (not in the reference)\n"); return;
@@ -134,13 +142,14 @@ static void text_result(FILE *f, const cmp_result_t *r)
 }
 
 typedef struct counts {
-    int64_t compared, passed, failed, missing, extra, shape, smissing, sextra;
+    int64_t compared, passed, failed, missing, extra, shape, smissing, sextra, unjudged;
 } counts_t;
 
 static counts_t count(const cmp_report_t *rep)
 {
     counts_t c = {0};
     for (int i = 0; i < rep->n; i++) {
+        if (rep->r[i].unjudged) { c.unjudged++; continue; }
         switch (rep->r[i].status) {
         case RES_PASS: c.compared++; c.passed++; break;
         case RES_FAIL: c.compared++; c.failed++; break;
@@ -180,6 +189,7 @@ void report_text(FILE *f, const cmp_report_t *rep)
     if (c.shape) fprintf(f, "; %lld shape mismatch%s", (long long)c.shape, c.shape > 1 ? "es" : "");
     if (c.smissing) fprintf(f, "; %lld sample%s missing in A", (long long)c.smissing, c.smissing > 1 ? "s" : "");
     if (c.sextra) fprintf(f, "; %lld extra sample%s in A", (long long)c.sextra, c.sextra > 1 ? "s" : "");
+    if (c.unjudged) fprintf(f, "; %lld not judged", (long long)c.unjudged);
     fprintf(f, "\n%s\n", cmp_report_status(rep) == EXIT_PASS ? "PASSED" : "FAILED");
 }
 
@@ -268,6 +278,7 @@ json_t *result_json(const cmp_result_t *r)
     json_object_set_new(o, "name", r->name ? json_string(r->name) : json_null());
     if (r->name_a) json_object_set_new(o, "name_in_a", json_string(r->name_a));
     json_object_set_new(o, "status", json_string(status_name(r->status)));
+    if (r->unjudged) json_object_set_new(o, "judged", json_false());
     int stats = r->status == RES_PASS || r->status == RES_FAIL;
     if (r->status != RES_MISSING && r->status != RES_SAMPLE_MISSING && r->status != RES_SAMPLE_EXTRA)
         json_object_set_new(o, "a", json_side(r->dta, r->nda, r->da, stats ? &r->st.a : NULL));
@@ -324,6 +335,11 @@ json_t *report_json(const cmp_report_t *rep)
         json_array_append_new(over, x);
     }
     json_object_set_new(o, "per_tensor", over);
+    json_t *jg = json_array(), *ig = json_array();
+    for (int i = 0; i < rep->cfg->n_judge; i++) json_array_append_new(jg, json_string(rep->cfg->judge[i]));
+    for (int i = 0; i < rep->cfg->n_ignore; i++) json_array_append_new(ig, json_string(rep->cfg->ignore[i]));
+    json_object_set_new(o, "judge", jg);
+    json_object_set_new(o, "ignore", ig);
     counts_t c = count(rep);
     json_t *k = json_object();
     json_object_set_new(k, "compared", json_integer(c.compared));
@@ -334,6 +350,7 @@ json_t *report_json(const cmp_report_t *rep)
     json_object_set_new(k, "shape_mismatch", json_integer(c.shape));
     json_object_set_new(k, "samples_missing", json_integer(c.smissing));
     json_object_set_new(k, "samples_extra", json_integer(c.sextra));
+    json_object_set_new(k, "not_judged", json_integer(c.unjudged));
     json_object_set_new(o, "passed", json_boolean(cmp_report_status(rep) == EXIT_PASS));
     json_object_set_new(o, "counts", k);
     json_t *arr = json_array();

@@ -56,8 +56,52 @@ cmp_tol_t cmp_config_tol(const cmp_config_t *c, const char *name)
     return t;
 }
 
+static int glob_match(const char *pattern, const char *name)
+{
+    return !strcmp(pattern, name) || fnmatch(pattern, name, 0) == 0;
+}
+
+void cmp_config_add_glob(cmp_config_t *c, int ignore, const char *glob)
+{
+    char ***v = ignore ? &c->ignore : &c->judge;
+    int *n = ignore ? &c->n_ignore : &c->n_judge;
+    *v = xrealloc(*v, (size_t)(*n + 1) * sizeof **v);
+    (*v)[(*n)++] = xstrdup(glob);
+}
+
+int cmp_config_judged(const cmp_config_t *c, const char *name)
+{
+    int judged = c->n_judge == 0;
+    for (int i = 0; i < c->n_judge && !judged; i++) judged = glob_match(c->judge[i], name);
+    for (int i = 0; i < c->n_ignore && judged; i++) judged = !glob_match(c->ignore[i], name);
+    return judged;
+}
+
+int cmp_check_judged(const cmp_config_t *c, const cmp_report_t *rep, perr_t *e)
+{
+    for (int i = 0; i < c->n_judge; i++) {
+        int hit = 0;
+        for (int k = 0; k < rep->n && !hit; k++) hit = rep->r[k].name && glob_match(c->judge[i], rep->r[k].name);
+        if (hit) continue;
+        char names[512] = "";
+        size_t l = 0;
+        for (int k = 0; k < rep->n && l < sizeof names; k++)
+            if (rep->r[k].name && !strstr(names, rep->r[k].name))
+                l += (size_t)snprintf(names + l, sizeof names - l, "%s%s", l ? ", " : "", rep->r[k].name);
+        return BAD(e, "--judge '%s' (the outputs the application reads) names no tensor of %s (its tensors: %s)",
+                   c->judge[i], rep->b->path, names);
+    }
+    for (int k = 0; k < rep->n; k++)
+        if (!rep->r[k].unjudged) return 0;
+    return BAD(e, "every tensor of %s is ignored (--judge/--ignore): nothing would be judged", rep->b->path);
+}
+
 void cmp_config_free(cmp_config_t *c)
 {
+    for (int i = 0; i < c->n_judge; i++) free(c->judge[i]);
+    for (int i = 0; i < c->n_ignore; i++) free(c->ignore[i]);
+    free(c->judge);
+    free(c->ignore);
     for (int i = 0; i < c->n_over; i++) free(c->over[i].pattern);
     free(c->over);
     memset(c, 0, sizeof *c);
@@ -93,7 +137,7 @@ void cmp_report_free(cmp_report_t *rep)
 int cmp_report_status(const cmp_report_t *rep)
 {
     for (int i = 0; i < rep->n; i++)
-        if (rep->r[i].status != RES_PASS) return EXIT_CHECK;
+        if (rep->r[i].status != RES_PASS && !rep->r[i].unjudged) return EXIT_CHECK;
     return EXIT_PASS;
 }
 
@@ -187,6 +231,7 @@ static void match_tensors(const cmp_set_t *sa, const cmp_set_t *sb, int *a_of_b,
 static int add_alone(cmp_report_t *rep, const char *id, const cmp_set_t *set, int k, res_status_t st, perr_t *e)
 {
     cmp_result_t *r = report_add(rep, id, set->ent[k].name, st);
+    r->unjudged = !cmp_config_judged(rep->cfg, set->ent[k].name);
     tensor_t t;
     if (set_load(set, k, &t, e)) return -1;
     if (st == RES_MISSING) {
@@ -217,6 +262,7 @@ static int run_sample(const cmp_side_t *a, int ia, const cmp_side_t *b, int ib, 
             continue;
         }
         cmp_result_t *r = report_add(rep, id, sb.ent[j].name, RES_PASS);
+        r->unjudged = !cmp_config_judged(cfg, sb.ent[j].name);
         if (strcmp(sa.ent[a_of_b[j]].name, sb.ent[j].name)) r->name_a = xstrdup(sa.ent[a_of_b[j]].name);
         rc = cmp_one(&sa, a_of_b[j], &sb, j, cfg, w, r, &rep->bytes, e);
     }

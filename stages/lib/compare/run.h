@@ -20,11 +20,19 @@ typedef struct cmp_config {
     int n_over;
     cmp_override_t *over;
     double layer_snr_db;      /* layerwise: > 0 judges layers by SNR (dB) instead of tol */
+    char **judge, **ignore;   /* --judge / --ignore globs: which outputs count (cmp_config_judged) */
+    int n_judge, n_ignore;
 } cmp_config_t;
 
 void cmp_config_init(cmp_config_t *c);
 int cmp_config_add_override(cmp_config_t *c, const char *spec, perr_t *e);
 cmp_tol_t cmp_config_tol(const cmp_config_t *c, const char *name);
+/* --judge GLOB (the outputs the application reads) and --ignore GLOB: a
+ * tensor is judged when it matches a --judge pattern (any, when none is
+ * given) and no --ignore pattern. The others are compared and shown, never
+ * counted in the verdict. */
+void cmp_config_add_glob(cmp_config_t *c, int ignore, const char *glob);
+int cmp_config_judged(const cmp_config_t *c, const char *name);
 void cmp_config_free(cmp_config_t *c);
 
 typedef enum {
@@ -41,6 +49,7 @@ typedef struct cmp_result {
     int64_t da[TENSOR_MAX_DIMS], db[TENSOR_MAX_DIMS];
     cmp_tol_t tol;
     cmp_stats_t st;           /* RES_PASS / RES_FAIL only */
+    int unjudged;             /* shown, not counted (--judge / --ignore) */
 } cmp_result_t;
 
 typedef struct cmp_report {
@@ -51,6 +60,9 @@ typedef struct cmp_report {
     int64_t bytes;            /* tensor bytes read (both sides) */
 } cmp_report_t;
 
+/* A --judge pattern that matches no tensor of the run, or a run that judges
+ * nothing: a config error (a typo would otherwise judge nothing and pass). */
+int cmp_check_judged(const cmp_config_t *c, const cmp_report_t *rep, perr_t *e);
 int cmp_run(const cmp_side_t *a, const cmp_side_t *b, const cmp_config_t *cfg, cmp_report_t *rep, perr_t *e);
 /* Loads and compares one pair into a result (status PASS/FAIL/SHAPE). */
 int cmp_one(const cmp_set_t *sa, int ka, const cmp_set_t *sb, int kb, const cmp_config_t *cfg,

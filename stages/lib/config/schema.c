@@ -5,7 +5,7 @@
 #include "config/schema.h"
 
 const char *const prep_config_keys[] = {
-    "input.name", "resize.size", "resize.method", "resize.mode", "resize.pad",
+    "input.name", "resize.size", "resize.method", "resize.mode", "resize.pad", "resize.fill",
     "resize.shorter", "color", "alpha", "background", "scale", "mean", "std", "layout",
     "dtype", "extra.*", "name", "description", NULL
 };

@@ -1,0 +1,120 @@
+#!/usr/bin/python3
+# Output selection and image-folder datasets (issue 34), through make validate
+# on the sideout reproducer (models/reproducers/sideout.py: `output` and side
+# outputs d1..d3; d1 and d3 lose their signal in fp16, output and d2 do not;
+# a folder of PNG images, no ground truth). Expected figures are numpy's,
+# from the cells' own output tensors.
+import glob
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "stage"))
+from tap import ok, done, run
+
+root = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+os.chdir(root)
+tmp = tempfile.mkdtemp(prefix="parity-outsel-")
+name = "outsel-test-%d" % os.getpid()
+cfg = "configs/models/%s.yaml" % name
+base = open("configs/models/sideout.yaml").read()
+
+
+def validate(text):
+    open(cfg, "w").write(text)
+    p = subprocess.run(["make", "-s", "validate", "MODEL=" + name], capture_output=True, text=True)
+    return p.returncode, p.stdout + p.stderr
+
+
+def results():
+    return json.load(open("reports/%s/results.json" % name))
+
+
+def outputs(cell):
+    d = "build/%s/cells/%s/out" % (name, cell)
+    return {s: {os.path.basename(f)[:-4]: np.load(f).astype(np.float64) for f in glob.glob(os.path.join(d, s, "*.npy"))}
+            for s in sorted(os.listdir(d))}
+
+
+def cleanup():
+    subprocess.run(["rm", "-rf", cfg, "build/" + name, "reports/" + name, tmp])
+
+
+try:
+    # 1. outputs: [output] -- only output is judged: PASS, headline over output alone
+    rc, out = validate(base)
+    ok(rc == 0 and "validate: %s: PASS" % name in out, "outputs: [output]: the side outputs fail fp16 but the run passes", out)
+    a, b = outputs("stretch__fp16"), outputs("stretch__fp32")
+    ok(sorted(a) == ["00", "01", "02", "03"] and sorted(a["00"]) == ["d1", "d2", "d3", "output"],
+       "a folder of images alone: one sample per PNG, ids the file stems, sorted", sorted(a))
+    worst = {t: max(np.max(np.abs(a[s][t] - b[s][t])) for s in a) for t in a["00"]}
+    cell = [c for c in results()["cells"] if c["name"] == "stretch__fp16"][0]
+    ok(abs(cell["max_abs_error"] - worst["output"]) <= 1e-9 * max(1, worst["output"]) and worst["d1"] > 100 * worst["output"],
+       "the headline max |a-b| is output's (%.3g), not the side outputs' (d1 %.3g)" % (worst["output"], worst["d1"]), cell)
+    cmp = json.load(open("build/%s/cells/stretch__fp16/compare.json" % name))
+    unj = sorted({t["name"] for t in cmp["tensors"] if t.get("judged") is False})
+    ok(unj == ["d1", "d2", "d3"] and cmp["counts"]["not_judged"] == 12 and cmp["passed"],
+       "compare shows the side outputs, not judged (12 = 3 outputs x 4 samples)", unj)
+    pa = json.load(open("build/%s/pre/stretch.args" % name))
+    ok("--dataset" not in pa and pa[pa.index("--images") + 1] == "build/models/sideout/images"
+       and json.load(open("build/%s/plan.json" % name))["dataset"] == {"gt": None, "images": "build/models/sideout/images"},
+       "plan: dataset.images alone, no --dataset, gt null in plan.json", pa)
+
+    # 2. every output judged: FAIL, and every report names d1 and d3 (not output, not d2)
+    rc, out = validate(base.replace("outputs: [output]\n", ""))
+    r = results()
+    fail = [k for k in r["checks"] if not k["passed"]]
+    reason = fail[0]["reason"] if fail else ""
+    named = "d1 (max |a-b| %.3g" % worst["d1"] in reason and "d3 (max |a-b| %.3g" % worst["d3"] in reason
+    ok(rc != 0 and len(fail) == 1 and named and "output (" not in reason and "d2" not in reason,
+       "without outputs: the verdict fails, naming d1 and d3 with their own max |a-b|", out)
+    ok(all(x in out for x in ("d1 (max", "d3 (max")), "the verdict lines on the terminal name them", out)
+    files = {f: open("reports/%s/%s" % (name, f)).read() for f in ("summary.md", "junit.xml", "index.html")}
+    ok(all("d1 (max |a-b|" in t and "d3 (max |a-b|" in t for t in files.values()),
+       "summary.md, junit.xml and index.html name the failing outputs", [f for f, t in files.items() if "d1 (max" not in t])
+    cell = [c for c in r["cells"] if c["name"] == "stretch__fp16"][0]
+    ok(abs(cell["max_abs_error"] - max(worst.values())) <= 1e-9 and cell["failing_outputs"].startswith("d1 ("),
+       "all judged: the headline is the worst of every output (%.3g)" % max(worst.values()), cell)
+
+    # 3. compare.ignore with a glob, and a glob in compare.outputs' tolerances
+    rc, out = validate(base.replace("outputs: [output]\n", "").replace("compare: {", "compare: {ignore: ['d[13]'], "))
+    ok(rc == 0 and "PASS" in out, "compare.ignore: ['d[13]'] passes the run", out)
+    rc, out = validate(base.replace("outputs: [output]\n", "").replace(
+        "compare: {atol: 1.0e-2, rtol: 1.0e-2}", "compare: {atol: 1.0e-2, rtol: 1.0e-2, outputs: {'d*': {atol: 1.0, rtol: 1.0}}}"))
+    ok(rc == 0 and "PASS" in out, "a glob in compare.outputs ('d*': looser tolerances) is taken (as compare --per-tensor)", out)
+
+    # 4. a typo in outputs: judged nothing would pass -- it is an error naming the tensors there are
+    rc, out = validate(base.replace("outputs: [output]", "outputs: [ouptut]"))
+    ok(rc == 2 and "--judge 'ouptut' (the outputs the application reads) names no tensor of" in out and "output" in out
+       and "PASS" not in out, "outputs: [ouptut] (a typo): an error naming the tensors, exit 2, no verdict", out)
+    rc, out = validate(base.replace("outputs: [output]", "outputs: [output]\n").replace("compare: {", "compare: {ignore: ['*'], "))
+    ok(rc == 2 and "nothing would be judged" in out, "ignoring every output: an error, not a pass", out)
+    rc, out = validate(base.replace("outputs: [output]", "outputs: []"))
+    ok(rc == 2 and "outputs: expected a list of 1 to" in out, "outputs: [] is refused by plan", out)
+
+    # 5. preprocess --images DIR alone: the same tensors as the files named one by one
+    pc = "build/%s/configs/variant-stretch.yaml" % name
+    imgs = sorted(glob.glob("build/models/sideout/images/*.png"))
+    rc1, _, e1 = run("preprocess", "--config", pc, "--images", "build/models/sideout/images", "-o", tmp + "/dir")
+    rc2, _, e2 = run("preprocess", "--config", pc, "-o", tmp + "/files", *imgs)
+    same = rc1 == 0 and rc2 == 0 and all(np.array_equal(np.load("%s/dir/%s/input.npy" % (tmp, s)), np.load("%s/files/%s/input.npy" % (tmp, s)))
+                                         for s in ("00", "01", "02", "03"))
+    ok(same, "preprocess --images DIR: every PNG, the same tensors as naming the files", e1 + e2)
+    os.makedirs(tmp + "/mixed")
+    for f in imgs[:2]:
+        subprocess.run(["cp", f, tmp + "/mixed/"])
+    open(tmp + "/mixed/notes.txt", "w").write("not an image")
+    open(tmp + "/mixed/photo.JPG", "wb").write(b"\xff\xd8\xff")
+    rc, _, err = run("preprocess", "--config", pc, "--images", tmp + "/mixed", "-o", tmp + "/m")
+    ok(rc == 2 and err.count("\n") == 1 and "photo.JPG: only PNG images are read" in err and not os.path.exists(tmp + "/m"),
+       "a JPEG in the folder is refused by name (not skipped), exit 2, nothing written", err)
+    os.makedirs(tmp + "/empty")
+    rc, _, err = run("preprocess", "--config", pc, "--images", tmp + "/empty", "-o", tmp + "/e")
+    ok(rc == 2 and "no PNG images in the folder" in err, "an empty folder: one line, exit 2", err)
+finally:
+    cleanup()
+done()
