@@ -20,7 +20,9 @@ import sys
 import tempfile
 
 root = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-PYTHON = "/usr/bin/python3" if os.access("/usr/bin/python3", os.X_OK) else sys.executable
+# Debian's python3 (numpy, onnx) here; PARITY_PYTHON where another one holds them (the GPU machine's)
+PYTHON = os.environ.get("PARITY_PYTHON") or ("/usr/bin/python3" if os.access("/usr/bin/python3", os.X_OK)
+                                             else sys.executable)
 FULLSIZE_INPUT = "images:float32:1x3x640x640:0:1"   # gen_weights.py's own input (unused: the image is real)
 
 

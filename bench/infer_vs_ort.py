@@ -84,6 +84,9 @@ MODELS = [
     ("rtdetr_shapes_op17", "models/rtdetr/rtdetr_shapes_op17.onnx", 320, 20),
     ("rtdetr_r18vd_640_op16", None, 640, 5),
     ("rtdetr_r18vd_640_op17", None, 640, 5),
+    # the graph users deploy (issue 41): lyuwenyu/RT-DETR's own deploy export of r18vd at opset 17 (1,158
+    # nodes, 3 explicit Pad, 57 Transpose, 4 Gemm), bench/models/README.md; the benchmark that decides
+    ("rtdetr_r18vd_official_op17", None, 640, 5),
 ]
 
 
