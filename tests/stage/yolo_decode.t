@@ -240,7 +240,7 @@ ex[0, :4] = np.array([[100, 200, 100, 120], [100, 204, 100, 100], [20, 180, 100,
 ex[0, 4] = [0.9, 0.8, 0.0, 0.0]          # class 0
 ex[0, 5] = [0.0, 0.8, 0.8, 0.0005]       # class 1
 meta = meta_for(800, 600, 640, 640, "letterbox")
-got = check("worked-example", [(ex, meta)], {"head": "yolov8"}, 2)
+got = check("worked-example", [(ex, meta)], {"head": "yolov8", "num_classes": 2}, 2)   # 4 anchors < 6 values: say nc
 # by hand: candidates (anchor, class) (0,0) 0.9, (1,0) 0.8, (1,1) 0.8, (2,1) 0.8; anchor 3 scores
 # 0.0005 < 0.001. Class 0: (1,0) has IoU 10000 / 12000 = 0.83 > 0.7 with (0,0) and goes. Class 1:
 # (1,1) comes before (2,1) (tie, earlier candidate) and their IoU 800 / 13200 keeps both. Letterbox
@@ -264,6 +264,8 @@ bad("rank 4", good[None], {"head": "yolov8"}, ["output0.npy", "rank 4"])
 bad("batch of 2", np.concatenate([good, good]), {"head": "yolov8"}, ["output0.npy", "batch of 2"])
 bad("label map shorter than the head", good, {"head": "yolov8", "label_map": [1, 2]}, ["output0.npy", "3 classes", "label map has 2"])
 bad("num_classes mismatch", good, {"head": "yolov8", "num_classes": 80}, ["output0.npy", "num_classes is 80"])
+bad("the other layout (transposed)", np.ascontiguousarray(good.transpose(0, 2, 1)), {"head": "yolov8"},
+    ["output0.npy", "other layout"])
 bad("v5 width too small", np.zeros((1, 10, 5), F), {"head": "yolov5"}, ["output0.npy", "width is 5"])
 nan = good.copy()
 nan[0, 5, 17] = np.nan

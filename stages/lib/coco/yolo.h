@@ -9,6 +9,8 @@
  *                         scores; no objectness (YOLOv8, YOLOv11, YOLOv5u)
  *   yolov5   [N, 5 + nc]  columns cx, cy, w, h, objectness, nc class
  *                         scores; score = objectness * class (YOLOv5, v7)
+ * A head with fewer anchors than values per anchor is refused as probably
+ * the other layout, unless num_classes is set (and matches).
  * Every value is taken as float32 (float16/bfloat16 widen exactly, float64
  * rounds) and all arithmetic up to the kept boxes is float32, as PyTorch's.
  *
