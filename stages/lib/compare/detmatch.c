@@ -95,6 +95,14 @@ static int load_named(const cmp_set_t *set, const char *name, tensor_t *t, perr_
     return set_load(set, k, t, e);
 }
 
+static void dets_alloc(dets_t *d, int64_t n)
+{
+    d->n = n;
+    d->box = xmalloc((size_t)(4 * n + 1) * sizeof *d->box);
+    d->score = xmalloc((size_t)(n + 1) * sizeof *d->score);
+    d->label = xmalloc((size_t)(n + 1) * sizeof *d->label);
+}
+
 /* A raw YOLO head decoded (coco/yolo.h): boxes in input pixels, labels the class indices. */
 static int load_yolo(const cmp_set_t *set, const char *sample, const dm_config_t *c, dets_t *d, perr_t *e)
 {
@@ -106,10 +114,7 @@ static int load_yolo(const cmp_set_t *set, const char *sample, const dm_config_t
     int rc = load_named(set, c->yolo.output, &t, e);
     if (!rc) rc = yolo_decode(&t, what, &c->yolo, 0, &y, &n, e);
     if (!rc) {
-        d->n = n;
-        d->box = xmalloc((size_t)(4 * n + 1) * sizeof *d->box);
-        d->score = xmalloc((size_t)(n + 1) * sizeof *d->score);
-        d->label = xmalloc((size_t)(n + 1) * sizeof *d->label);
+        dets_alloc(d, n);
         for (int64_t i = 0; i < n; i++) {
             for (int k = 0; k < 4; k++) d->box[4 * i + k] = y[i].box[k];
             d->score[i] = y[i].score;
@@ -126,7 +131,6 @@ static int load_dets(const cmp_set_t *set, const char *sample, const dm_config_t
     memset(d, 0, sizeof *d);
     if (c->yolo.head != YOLO_NONE) return load_yolo(set, sample, c, d, e);
     tensor_t tl = {0}, tb = {0}, ts = {0};
-    memset(d, 0, sizeof *d);
     int rc = load_named(set, c->labels, &tl, e);
     if (!rc) rc = load_named(set, c->boxes, &tb, e);
     if (!rc) rc = load_named(set, c->scores, &ts, e);
@@ -135,10 +139,7 @@ static int load_dets(const cmp_set_t *set, const char *sample, const dm_config_t
         rc = BAD(e, "%s: %s, %s and %s hold %lld, %lld and %lld values: expected N, 4N and N", set->side->path,
                  c->labels, c->boxes, c->scores, (long long)tensor_numel(&tl), (long long)tensor_numel(&tb), (long long)n);
     if (!rc) {
-        d->n = n;
-        d->box = xmalloc((size_t)(4 * n + 1) * sizeof *d->box);
-        d->score = xmalloc((size_t)(n + 1) * sizeof *d->score);
-        d->label = xmalloc((size_t)(n + 1) * sizeof *d->label);
+        dets_alloc(d, n);
         for (int64_t i = 0; i < n; i++) {
             double b[4];
             for (int k = 0; k < 4; k++) b[k] = tensor_get_f64(&tb, 4 * i + k);
