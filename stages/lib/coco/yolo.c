@@ -83,14 +83,25 @@ int yolo_opt_set(yolo_opts_t *o, const char *key, const char *v, perr_t *e)
     return rc ? -1 : 1;
 }
 
+/* The shortest %.15g/%.16g/%.17g text that reads back as v. */
+static void shortest(char *buf, size_t n, double v)
+{
+    for (int p = 15; p <= 17; p++) {
+        snprintf(buf, n, "%.*g", p, v);
+        if (strtod(buf, NULL) == v) return;
+    }
+}
+
 char *yolo_opts_spec(const yolo_opts_t *o)
 {
     if (o->head == YOLO_NONE) return NULL;
     size_t n = strlen(o->output) + 320;
-    char *s = xmalloc(n);
-    snprintf(s, n, "head=%s,output=%s,conf_threshold=%.17g,nms_iou=%.17g,max_det=%lld,max_nms=%lld,"
+    char *s = xmalloc(n), conf[32], iou[32];
+    shortest(conf, sizeof conf, o->conf);
+    shortest(iou, sizeof iou, o->iou);
+    snprintf(s, n, "head=%s,output=%s,conf_threshold=%s,nms_iou=%s,max_det=%lld,max_nms=%lld,"
              "multi_label=%d,agnostic=%d,num_classes=%lld", o->head == YOLO_V8 ? "yolov8" : "yolov5", o->output,
-             o->conf, o->iou, (long long)o->max_det, (long long)o->max_nms, o->multi_label, o->agnostic,
+             conf, iou, (long long)o->max_det, (long long)o->max_nms, o->multi_label, o->agnostic,
              (long long)o->num_classes);
     return s;
 }
