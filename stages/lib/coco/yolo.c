@@ -341,17 +341,23 @@ int yolo_decode(const tensor_t *t, const char *what, const yolo_opts_t *o, int64
     int rc = collect(&h, what, o, &c, e);
     for (int64_t i = 0; !rc && i < c.n; i++) rc = set_box(&h, what, &c.d[i], e);
     int64_t *order = NULL, *tmp = NULL;
-    double *key = NULL;
+    uint64_t *key = NULL, *tkey = NULL;
     if (!rc) {
         int64_t n = c.n;
         order = xmalloc((size_t)(n + 1) * sizeof *order);
         tmp = xmalloc((size_t)(n + 1) * sizeof *tmp);
         key = xmalloc((size_t)(n + 1) * sizeof *key);
+        tkey = xmalloc((size_t)(n + 1) * sizeof *tkey);
+        /* candidate scores are > conf >= 0, finite: for positive floats the
+         * bit pattern orders as the value, so its complement sorts them
+         * best first; the radix sort is stable, ties keep candidate order */
         for (int64_t i = 0; i < n; i++) {
+            uint32_t bits;
+            memcpy(&bits, &c.d[i].score, sizeof bits);
             order[i] = i;
-            key[i] = c.d[i].score;
+            key[i] = 0xffffffffu - bits;
         }
-        coco_sort_desc(key, order, n, tmp);        /* stable: ties keep candidate order */
+        coco_radix_sort(key, order, n, tkey, tmp);
         if (n > o->max_nms) n = o->max_nms;
         *out = xmalloc((size_t)(o->max_det + 1) * sizeof **out);
         *nout = nms(&c, order, n, h.nc, o, *out);
@@ -359,6 +365,7 @@ int yolo_decode(const tensor_t *t, const char *what, const yolo_opts_t *o, int64
     free(order);
     free(tmp);
     free(key);
+    free(tkey);
     free(c.d);
     free(h.own);
     return rc;
