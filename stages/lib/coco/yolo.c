@@ -304,11 +304,12 @@ static int64_t nms(const cands_t *c, const int64_t *order, int64_t n, int64_t nc
 {
     int64_t ngroups = o->agnostic ? 1 : nc;
     int64_t *first = xmalloc((size_t)ngroups * sizeof *first), *last = xmalloc((size_t)ngroups * sizeof *last);
-    int64_t *next = xmalloc((size_t)(o->max_det + 1) * sizeof *next);
-    float *areas = xmalloc((size_t)(o->max_det + 1) * sizeof *areas);
+    int64_t cap = n < o->max_det ? n : o->max_det;
+    int64_t *next = xmalloc((size_t)(cap + 1) * sizeof *next);
+    float *areas = xmalloc((size_t)(cap + 1) * sizeof *areas);
     for (int64_t g = 0; g < ngroups; g++) first[g] = last[g] = -1;
     int64_t kept = 0;
-    for (int64_t r = 0; r < n && kept < o->max_det; r++) {
+    for (int64_t r = 0; r < n && kept < cap; r++) {
         const yolo_det_t *q = &c->d[order[r]];
         int64_t g = o->agnostic ? 0 : q->cls;
         float qa = area(q);
@@ -359,7 +360,7 @@ int yolo_decode(const tensor_t *t, const char *what, const yolo_opts_t *o, int64
         }
         coco_radix_sort(key, order, n, tkey, tmp);
         if (n > o->max_nms) n = o->max_nms;
-        *out = xmalloc((size_t)(o->max_det + 1) * sizeof **out);
+        *out = xmalloc((size_t)((n < o->max_det ? n : o->max_det) + 1) * sizeof **out);   /* what the input backs */
         *nout = nms(&c, order, n, h.nc, o, *out);
     }
     free(order);
