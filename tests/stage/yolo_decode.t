@@ -227,6 +227,18 @@ for name, layout, nc, n, count, mode, cfg in cases:
 check("v8-float16", samples_for("yolov8", 7, 300, 3, "letterbox", dtype=np.float16), {"head": "yolov8"}, 7)
 check("v8-float64", samples_for("yolov8", 7, 300, 2, "letterbox", dtype=np.float64), {"head": "yolov8"}, 7)
 
+# the same settings as command-line options
+s = samples_for("yolov8", 7, 300, 3, "letterbox", extra=adv)
+cfg = {"head": "yolov8", "agnostic": True, "nms_iou": 0.45, "max_det": 40, "multi_label": False}
+root, gpath, _ = write_run("cli", s, cfg, 7)
+lm = p("cli-labels.json")
+json.dump(list(range(1, 8)), open(lm, "w"))
+res = p("cli.results.json")
+rc, _, err = run("map-eval", "--gt", gpath, "--dt", root, "--head", "yolov8", "--agnostic", "true", "--nms-iou", "0.45",
+                 "--max-det", "40", "--multi-label", "false", "--label-map", lm, "--write-results", res, "-q")
+ok(rc == 0 and json.load(open(res)) == reference(s, cfg), "command-line options (--head, --agnostic, --nms-iou, "
+   "--max-det, --multi-label) decode as the config keys do", err)
+
 # IoU exactly 0.5 (50 / 100) at nms_iou 0.5: not greater, both stay; a ">=" rule would drop one
 half = [(np.array([5, 5, 10, 10], F), 0, F(0.9)), (np.array([5, 2.5, 10, 5], F), 0, F(0.8))]
 s = samples_for("yolov8", 3, 50, 1, "stretch", extra=half)
