@@ -323,6 +323,7 @@ static int load_tolerances(model_cfg_t *m, perr_t *e)
  * detection (m->det_input_coords). */
 static int yolo_det_spec(model_cfg_t *m, double iou, double floor, perr_t *e)
 {
+    if (!config_get(m->cfg, "detection.head")) return 0;
     coco_decode_opts_t o;
     int rc = coco_decode_opts_from(&o, m->cfg, "detection", e);
     if (!rc && o.yolo.head != YOLO_NONE) {

@@ -304,7 +304,10 @@ bad("max_det 0", good, {"head": "yolov8", "max_det": 0}, ["max_det"])
 # a class-index file that does not match the head's width
 lm = p("classes.json")
 json.dump(list(range(1, 81)), open(lm, "w"))
-bad("class file mismatch", good, {"head": "yolov8", "label_map": lm}, ["output0.npy", "label map has 80"])
+bad("class file mismatch", good, {"head": "yolov8", "label_map": lm}, ["output0.npy", "3 classes", "classes.json", "has 80"])
+lm = p("classes.yaml")
+open(lm, "w").write("label_map: [1, 2]\n")
+bad("class file mismatch (YAML)", good, {"head": "yolov8", "label_map": lm}, ["output0.npy", "classes.yaml", "has 2"])
 
 shutil.rmtree(tmp)
 done()

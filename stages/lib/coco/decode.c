@@ -30,6 +30,8 @@ static void set_str(char **dst, const char *v)
 static int set_label_list(coco_decode_opts_t *o, const int64_t *ids, int64_t n)
 {
     free(o->label_map);
+    free(o->label_map_src);
+    o->label_map_src = NULL;
     o->label_map = xmalloc((n ? n : 1) * sizeof *o->label_map);
     memcpy(o->label_map, ids, n * sizeof *ids);
     o->nlabel_map = n;
@@ -54,7 +56,7 @@ static int load_label_file(coco_decode_opts_t *o, const char *path, perr_t *e)
             if (!json_is_integer(v)) rc = BAD(e, "%s: [%lld]: category id must be an integer", path, (long long)i);
             else ids[i] = json_integer_value(v);
         }
-        if (!rc) set_label_list(o, ids, m);
+        if (!rc) set_label_list(o, ids, m), o->label_map_src = xstrdup(path);
         free(ids);
         json_decref(j);
         return rc;
@@ -68,7 +70,7 @@ static int load_label_file(coco_decode_opts_t *o, const char *path, perr_t *e)
     } else {
         int64_t *ids = xmalloc((nd->n ? nd->n : 1) * sizeof *ids);
         for (int64_t i = 0; !rc && i < nd->n; i++) rc = cfg_node_int(nd->items[i], "label_map", &ids[i], e);
-        if (!rc) set_label_list(o, ids, nd->n);
+        if (!rc) set_label_list(o, ids, nd->n), o->label_map_src = xstrdup(path);
         free(ids);
     }
     config_free(c);
@@ -224,7 +226,11 @@ static int from_config(coco_decode_opts_t *o, const config_t *c, const char *sec
         free(ids);
         if (rc) return -1;
     } else if (lm) {
-        if (cfg_node_str(lm, key, &s, e) || set_label_map_name(o, s, e)) return -1;
+        if (cfg_node_str(lm, key, &s, e)) return -1;
+        if (set_label_map_name(o, s, e)) {
+            char w[512];
+            return perr_prefix(e, "%s: %s: ", cfg_node_where(lm, w, sizeof w), key);
+        }
     }
 #undef KEY
     return 0;
@@ -270,7 +276,7 @@ int coco_decode_opts_init(coco_decode_opts_t *o, const char *file, const char *s
 
 void coco_decode_opts_free(coco_decode_opts_t *o)
 {
-    free(o->labels); free(o->boxes); free(o->scores); free(o->label_map); free(o->meta_dir);
+    free(o->labels); free(o->boxes); free(o->scores); free(o->label_map); free(o->meta_dir); free(o->label_map_src);
     yolo_opts_free(&o->yolo);
     memset(o, 0, sizeof *o);
 }

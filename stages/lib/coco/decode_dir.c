@@ -307,7 +307,7 @@ static int decode_yolo_sample(const char *sdir, const meta_t *m, const coco_deco
     if (!file_exists(path))
         rc = BAD(e, "%s: no output tensor '%s' (%s); the detection section's output: names the YOLO head", sdir,
                  o->yolo.output, path);
-    else if (npy_read(path, &t, e) || yolo_decode(&t, path, &o->yolo, o->label_map ? o->nlabel_map : 0, &d, &n, e))
+    else if (npy_read(path, &t, e) || yolo_decode(&t, path, &o->yolo, o->label_map ? o->nlabel_map : 0, o->label_map_src, &d, &n, e))
         rc = -1;
     for (int64_t i = 0; !rc && i < n; i++) {
         coco_det_t c;

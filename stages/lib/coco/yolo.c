@@ -121,8 +121,8 @@ static inline float at(const head_t *h, int64_t a, int64_t k)
     return h->v5 ? h->f[a * (h->nc + 5) + k] : h->f[k * h->n + a];
 }
 
-static int open_head(const tensor_t *t, const char *what, const yolo_opts_t *o, int64_t nlabels, head_t *h,
-                     perr_t *e)
+static int open_head(const tensor_t *t, const char *what, const yolo_opts_t *o, int64_t nlabels,
+                     const char *labels_src, head_t *h, perr_t *e)
 {
     memset(h, 0, sizeof *h);
     h->v5 = o->head == YOLO_V5;
@@ -148,8 +148,9 @@ static int open_head(const tensor_t *t, const char *what, const yolo_opts_t *o, 
         return BAD(e, "%s: the YOLO head's width %lld is %lld + %lld classes, but num_classes is %lld", what,
                    (long long)width, (long long)fixed, (long long)h->nc, (long long)o->num_classes);
     if (nlabels && h->nc != nlabels)
-        return BAD(e, "%s: the YOLO head's width %lld is %lld + %lld classes, but the label map has %lld", what,
-                   (long long)width, (long long)fixed, (long long)h->nc, (long long)nlabels);
+        return BAD(e, "%s: the YOLO head's width %lld is %lld + %lld classes, but the label map%s%s%s has %lld", what,
+                   (long long)width, (long long)fixed, (long long)h->nc, labels_src ? " (" : "",
+                   labels_src ? labels_src : "", labels_src ? ")" : "", (long long)nlabels);
     int64_t m = tensor_numel(t);
     if (t->dtype == DT_FLOAT) {
         h->f = t->data;
@@ -330,14 +331,14 @@ static int64_t nms(const cands_t *c, const int64_t *order, int64_t n, int64_t nc
     return kept;
 }
 
-int yolo_decode(const tensor_t *t, const char *what, const yolo_opts_t *o, int64_t nlabels, yolo_det_t **out,
-                int64_t *nout, perr_t *e)
+int yolo_decode(const tensor_t *t, const char *what, const yolo_opts_t *o, int64_t nlabels, const char *labels_src,
+                yolo_det_t **out, int64_t *nout, perr_t *e)
 {
     *out = NULL;
     *nout = 0;
     if (o->head == YOLO_NONE) return INTERNAL(e, "yolo_decode: no head");
     head_t h;
-    if (open_head(t, what, o, nlabels, &h, e)) return -1;
+    if (open_head(t, what, o, nlabels, labels_src, &h, e)) return -1;
     cands_t c = { 0 };
     int rc = collect(&h, what, o, &c, e);
     for (int64_t i = 0; !rc && i < c.n; i++) rc = set_box(&h, what, &c.d[i], e);

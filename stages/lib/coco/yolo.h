@@ -66,10 +66,11 @@ int yolo_opt_set(yolo_opts_t *o, const char *key, const char *val, perr_t *e);
 char *yolo_opts_spec(const yolo_opts_t *o);
 
 /* Decodes the head tensor t (read from `what`, named in errors). nlabels:
- * the class count the label map expects, 0 when it has none. Non-finite
+ * the class count the label map expects, 0 when it has none; labels_src:
+ * where that map came from (its file), named when the counts differ, or NULL. Non-finite
  * scores (or objectness), and non-finite boxes of candidates, are bad
  * input. *out (malloc'd, *n entries) is in detection order. */
 int yolo_decode(const tensor_t *t, const char *what, const yolo_opts_t *o, int64_t nlabels,
-                yolo_det_t **out, int64_t *n, perr_t *e);
+                const char *labels_src, yolo_det_t **out, int64_t *n, perr_t *e);
 
 #endif

@@ -112,7 +112,7 @@ static int load_yolo(const cmp_set_t *set, const char *sample, const dm_config_t
     char what[1200];
     snprintf(what, sizeof what, "%s: sample '%s': %s", set->side->path, sample, c->yolo.output);
     int rc = load_named(set, c->yolo.output, &t, e);
-    if (!rc) rc = yolo_decode(&t, what, &c->yolo, 0, &y, &n, e);
+    if (!rc) rc = yolo_decode(&t, what, &c->yolo, 0, NULL, &y, &n, e);
     if (!rc) {
         dets_alloc(d, n);
         for (int64_t i = 0; i < n; i++) {

@@ -31,7 +31,7 @@ FUZZ_READER(yolo_head)
     if (!rc) {
         yolo_det_t *dets;
         int64_t k;
-        rc = yolo_decode(&t, "head.npy", &o, 0, &dets, &k, e);
+        rc = yolo_decode(&t, "head.npy", &o, 0, NULL, &dets, &k, e);
         if (!rc) free(dets);
         tensor_free_data(&t);
     }
