@@ -142,7 +142,7 @@ static int open_head(const tensor_t *t, const char *what, const yolo_opts_t *o, 
         return BAD(e, "%s: the YOLO head's width is %lld: expected %s with nc >= 1", what, (long long)width, layout);
     if (!o->num_classes && h->n < width)
         return BAD(e, "%s: the YOLO head [.., %lld, %lld] read as %s has fewer anchors (%lld) than values per "
-                   "anchor (%lld): the other layout? (num_classes: set, it is accepted as is)", what, (long long)r,
+                   "anchor (%lld): the other layout? (setting num_classes accepts it)", what, (long long)r,
                    (long long)c, layout, (long long)h->n, (long long)width);
     if (o->num_classes && h->nc != o->num_classes)
         return BAD(e, "%s: the YOLO head's width %lld is %lld + %lld classes, but num_classes is %lld", what,
