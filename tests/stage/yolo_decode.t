@@ -88,6 +88,24 @@ def mined_pairs(thr, want):
     return out
 
 
+def offset_pairs(thr, cls, want):
+    """(A, B) xywh pairs of class cls whose IoU decides '> thr' differently once both boxes are moved
+    by cls * 7680 in float32 (Ultralytics' class offset), against their exact float32 IoU."""
+    r = np.random.default_rng(2)
+    out = []
+    off = F(cls * 7680)
+    while len(out) < want:
+        base = np.array([r.uniform(50, 600), r.uniform(50, 400), r.uniform(10, 200), r.uniform(10, 200)], F)
+        w = float(base[2])
+        b = base.copy()
+        b[0] = F(base[0] + w - thr * 2 * w / (1 + thr) + r.uniform(-0.05, 0.05))
+        exact, _ = iou32(xyxy(base), xyxy(b))
+        moved, _ = iou32(xyxy(base) + off, xyxy(b) + off)
+        if (float(exact) > thr) != (float(moved) > thr):
+            out.append((base, b))
+    return out
+
+
 def scene(n, nc, layout, rng, dtype=F, extra=()):
     """A random head: low background scores (some at and around float32(0.001)), clusters of boxes
     around a few objects with scores quantised to 1/64 (ties), anchors scoring in two classes, and the
@@ -238,6 +256,21 @@ rc, _, err = run("map-eval", "--gt", gpath, "--dt", root, "--head", "yolov8", "-
                  "--max-det", "40", "--multi-label", "false", "--label-map", lm, "--write-results", res, "-q")
 ok(rc == 0 and json.load(open(res)) == reference(s, cfg), "command-line options (--head, --agnostic, --nms-iou, "
    "--max-det, --multi-label) decode as the config keys do", err)
+
+# Ultralytics' class offset (boxes + class * 7680, one NMS) rounds the coordinates: pairs of class 79
+# where that flips the decision. Identical to the exact per-class reference, and unlike the offset one.
+opairs = offset_pairs(0.7, 79, 6)
+extra = []
+for a, b in opairs:
+    extra += [(a, 79, F(0.9)), (b, 79, F(0.8))]
+s = samples_for("yolov8", 80, 400, 2, "letterbox", extra=extra)
+got = check("class-offset-pairs", s, {"head": "yolov8"}, 80)
+trick = [d for raw, _ in s[:1] for d in yolo_ref.decode(raw, "yolov8", offset_wh=7680)]
+exact = [d for raw, _ in s[:1] for d in yolo_ref.decode(raw, "yolov8")]
+key = lambda d: (d[3], d[2])
+diff = len(set(map(key, trick)) ^ set(map(key, exact)))
+ok(diff >= len(opairs), "the class offset would change %d detections of that image (%d mined pairs): the check tells "
+   "exact per-class NMS from the offset trick" % (diff, len(opairs)))
 
 # IoU exactly 0.5 (50 / 100) at nms_iou 0.5: not greater, both stay; a ">=" rule would drop one
 half = [(np.array([5, 5, 10, 10], F), 0, F(0.9)), (np.array([5, 2.5, 10, 5], F), 0, F(0.8))]

@@ -87,9 +87,17 @@ def nms_kernel(boxes, scores, order, thr):
     return keep
 
 
-def decode(raw, layout, conf=0.001, iou=0.7, max_det=300, max_nms=30000, multi_label=True, agnostic=False):
-    """The detections in input pixels: list of (box float32[4], score float32, class, anchor)."""
+def decode(raw, layout, conf=0.001, iou=0.7, max_det=300, max_nms=30000, multi_label=True, agnostic=False,
+           offset_wh=None):
+    """The detections in input pixels: list of (box float32[4], score float32, class, anchor).
+    offset_wh: instead of per-class NMS, Ultralytics' trick (boxes + class * offset_wh in float32, one
+    NMS) -- only to show that the tests tell the two apart."""
     boxes, scores, classes, anchors = candidates(raw, layout, conf, multi_label)
+    if offset_wh is not None and not agnostic:
+        shifted = (boxes + (classes.astype(np.float32) * np.float32(offset_wh))[:, None]).astype(np.float32)
+        order = np.argsort(-scores.astype(np.float64), kind="stable")[:max_nms]
+        kept = nms_kernel(shifted, scores, order, iou)[:max_det]
+        return [(boxes[i], scores[i], int(classes[i]), int(anchors[i])) for i in kept]
     order = np.argsort(-scores.astype(np.float64), kind="stable")[:max_nms]
     rank = np.empty(len(scores), np.int64)
     rank[order] = np.arange(len(order))
