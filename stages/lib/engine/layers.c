@@ -74,6 +74,18 @@ static void add_rows(json_t *layers, const graph_t *g, const char *path)
     }
 }
 
+/* What the build did to the graph that the rows do not show. */
+static void add_notes(json_t *notes, const graph_t *g)
+{
+    if (g->resorted) {
+        char buf[256];
+        snprintf(buf, sizeof buf,
+                 "graph re-sorted: the model's nodes were not in topological order; %d moved (as ONNX Runtime "
+                 "sorts; the file's order kept wherever valid)", g->resorted);
+        json_array_append_new(notes, json_string(buf));
+    }
+}
+
 int layers_write_json(const graph_t *g, const engine_meta_t *m, const char *path, perr_t *e)
 {
     json_t *root = json_object();
@@ -81,6 +93,10 @@ int layers_write_json(const graph_t *g, const engine_meta_t *m, const char *path
     json_object_set_new(root, "source_sha256", json_string(m->source_sha256));
     json_object_set_new(root, "precision", json_string(m->precision ? m->precision : "fp32"));
     json_object_set_new(root, "arena_bytes", json_integer(m->arena_bytes));
+    json_t *notes = json_array();
+    add_notes(notes, g);
+    if (json_array_size(notes)) json_object_set_new(root, "notes", notes);
+    else json_decref(notes);
     json_t *layers = json_array();
     add_rows(layers, g, NULL);
     json_object_set_new(root, "layers", layers);

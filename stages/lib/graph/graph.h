@@ -88,6 +88,7 @@ typedef struct graph {
      * (equal to n_inputs in a top-level graph) */
     int n_formal_inputs;
     const struct graph *parent;    /* the enclosing graph while loading */
+    int resorted;        /* nodes the loader moved to sort the graph (toposort.c) */
 } graph_t;
 
 graph_t *graph_new(const char *source);
@@ -106,6 +107,12 @@ void node_free(node_t *n);
 struct graph *node_sub(const node_t *n, const char *attr);
 /* Recomputes producer / last_use / is_output from the node list. */
 void graph_index(graph_t *g);
+/* toposort.c: orders the nodes so each follows the producers of what it
+ * reads, keeping the file's order wherever it is already valid (stable,
+ * deterministic). Returns how many nodes moved (also in g->resorted), or
+ * -1 with an error naming a missing input, a write to an input or
+ * constant, or a cycle. */
+int graph_toposort(graph_t *g, perr_t *e);
 /* Removes nodes whose outputs nobody reads (dead-node removal); returns count. */
 int graph_remove_dead(graph_t *g);
 
