@@ -57,6 +57,7 @@ static json_t *layer_row(const graph_t *g, int i, int index, const char *path)
         free(s);
     }
     json_object_set_new(row, "fused_from", ff);
+    if (n->range_note) json_object_set_new(row, "out_of_range", json_string(n->range_note));
     return row;
 }
 

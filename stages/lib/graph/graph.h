@@ -53,6 +53,8 @@ typedef struct node {
     uint64_t round_inputs;         /* bit i: round input i to the compute precision
                                       (the cast at a precision boundary) */
     char *fused_from;              /* comma-separated original node names */
+    char *range_note;              /* float32 constants this layer reads beyond its precision's
+                                      range (precision/range.c; layer report only, not in the engine) */
     /* an activation fused into this layer's output (fuse.c): applied in
      * float32 before the storage rounding, as a GPU engine's fused epilogue */
     int act;                       /* ACT_NONE, ACT_RELU, ACT_CLIP, ACT_LEAKY, ACT_SIGMOID, ACT_SILU */

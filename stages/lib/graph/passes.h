@@ -24,5 +24,12 @@ int64_t graph_plan_memory(graph_t *g);
 /* Fuses Relu/Clip/LeakyRelu/Sigmoid into the Conv/ConvTranspose/Gemm that
  * feeds only them (after precision assignment); returns the count. */
 int graph_fuse_activations(graph_t *g);
+/* The folds a deploy engine does at build time, each of which a precision
+ * config may turn off (fold: {batchnorm: false}; docs/precision.md):
+ * BatchNormalization into the Conv/ConvTranspose/Gemm before it (in
+ * float32, before weights are cast), per-channel scale/bias Mul/Add into a
+ * Conv and bias Add into a MatMul, activations into their producer. */
+enum { FOLD_BATCHNORM = 1, FOLD_SCALE_BIAS = 2, FOLD_ACTIVATION = 4, FOLD_ALL = 7 };
+int graph_fuse(graph_t *g, unsigned folds);
 
 #endif
