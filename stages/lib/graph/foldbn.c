@@ -134,11 +134,7 @@ static int fold_one(graph_t *g, node_t *c, const node_t *a, const wmap_t *m, con
     for (int64_t o = 0; o < ch; o++) nb[o] = (float)((bias[o] - mu[o]) * s[o] + bb[o]);
     free(s);
     c->in[1] = wi;
-    if (c->n_in < 3) {
-        c->in = xrealloc(c->in, 4 * sizeof *c->in);
-        c->n_in = 3;
-    }
-    c->in[2] = bi;
+    fuse_set_bias(c, bi);
     return 0;
 }
 

@@ -129,6 +129,15 @@ float *fuse_new_const(graph_t *g, const char *layer, const char *what, int ndim,
     return g->vals[v].t.data;
 }
 
+void fuse_set_bias(node_t *c, int bias)
+{
+    if (c->n_in < 3) {
+        c->in = xrealloc(c->in, 4 * sizeof *c->in);
+        c->n_in = 3;
+    }
+    c->in[2] = bias;
+}
+
 /* Folds one per-channel Mul (scale) or Add (shift) into the Conv. */
 static int fold_into_conv(graph_t *g, node_t *c, int is_mul, const float *k, int64_t C)
 {
@@ -150,11 +159,7 @@ static int fold_into_conv(graph_t *g, node_t *c, int is_mul, const float *k, int
             for (int64_t q = 0; q < per; q++) nw[j * per + q] = ow[j * per + q] * k[j];
         c->in[1] = wi;
     }
-    if (c->n_in < 3) {
-        c->in = xrealloc(c->in, 4 * sizeof *c->in);
-        c->n_in = 3;
-    }
-    c->in[2] = bi;
+    fuse_set_bias(c, bi);
     return 0;
 }
 

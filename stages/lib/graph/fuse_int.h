@@ -15,6 +15,8 @@ void fuse_absorb(graph_t *g, int p, int i, char *drop);
 /* A new float32 constant named LAYER/WHAT of these dims; its data, and its
  * value index in *index (g->vals may move: re-read pointers into it). */
 float *fuse_new_const(graph_t *g, const char *layer, const char *what, int ndim, const int64_t *dims, int *index);
+/* Makes value `bias` the layer's input 2 (its bias), adding the slot if needed. */
+void fuse_set_bias(node_t *c, int bias);
 /* foldbn.c: BatchNormalization into the Conv/ConvTranspose/Gemm before it. */
 int fold_batchnorm(graph_t *g, const int *readers, char *drop);
 
