@@ -43,6 +43,7 @@ graph_t *engine_build(const char *model_path, const build_opts_t *o, engine_meta
     if (resolve_ops(g, e)) goto fail;
     if (graph_fold(g, MAX_FOLD_BYTES, e) < 0) goto fail;
     graph_remove_dead(g);
+    if (!o->no_widen && graph_widen_half(g, e) < 0) goto fail;
     pp.fuse = !o->no_fusion;
     if (precision_apply(g, &pp, stderr, e)) goto fail;
     m->arena_bytes = graph_plan_memory(g);

@@ -12,6 +12,7 @@ typedef struct build_opts {
     const char *precision;       /* fp32 (default) | tf32 | fp16 | bf16; overrides the config's */
     const char *precision_config;/* YAML with per-layer constraints, or NULL */
     int no_fusion;               /* keep every layer separate (debugging) */
+    int no_widen;                /* keep float16 activations as float16 tensors (graph/widen.c) */
 } build_opts_t;
 
 graph_t *engine_build(const char *model_path, const build_opts_t *o, engine_meta_t *m, perr_t *e);

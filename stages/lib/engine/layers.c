@@ -85,6 +85,13 @@ static void add_notes(json_t *notes, const graph_t *g)
                  "sorts; the file's order kept wherever valid)", g->resorted);
         json_array_append_new(notes, json_string(buf));
     }
+    if (g->widened) {
+        char buf[256];
+        snprintf(buf, sizeof buf,
+                 "%d float16 activations carried as float32 rounded to float16 (storage float16): the same values, "
+                 "fused as a GPU engine fuses them (build-engine --no-widen runs them as float16 tensors)", g->widened);
+        json_array_append_new(notes, json_string(buf));
+    }
 }
 
 int layers_write_json(const graph_t *g, const engine_meta_t *m, const char *path, perr_t *e)

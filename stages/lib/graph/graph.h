@@ -33,6 +33,7 @@ typedef struct value {
     int last_use;        /* index of the last node reading it, -1 if none */
     int is_output;
     int64_t offset;      /* arena offset from memory planning, -1 = dynamic */
+    dtype_t half_typed;  /* the model's half type of a value carried as float32 (widen.c); build only */
 } value_t;
 
 typedef struct node {
@@ -53,6 +54,8 @@ typedef struct node {
     uint64_t round_inputs;         /* bit i: round input i to the compute precision
                                       (the cast at a precision boundary) */
     char *fused_from;              /* comma-separated original node names */
+    dtype_t model_storage;         /* the model's half type of its float outputs when the build
+                                      carries them as float32 (widen.c); build only */
     char *range_note;              /* float32 constants this layer reads beyond its precision's
                                       range (precision/range.c; layer report only, not in the engine) */
     /* an activation fused into this layer's output (fuse.c): applied in
@@ -91,6 +94,7 @@ typedef struct graph {
     int n_formal_inputs;
     const struct graph *parent;    /* the enclosing graph while loading */
     int resorted;        /* nodes the loader moved to sort the graph (toposort.c) */
+    int widened;         /* float16 activations carried as float32 (widen.c) */
 } graph_t;
 
 graph_t *graph_new(const char *source);

@@ -17,6 +17,12 @@ int graph_fold(graph_t *g, int64_t max_fold_bytes, perr_t *e);
  * a constant condition is replaced by its branch (returns 1: node i is now
  * the branch's first node). 0 otherwise, -1 on error. */
 int graph_fold_control(graph_t *g, int i, int64_t max_fold_bytes, perr_t *e);
+/* widen.c: a graph whose float16 (bfloat16) tensors come from float16
+ * weights and Casts of float32 inputs carries them as float32 values
+ * rounded to that type (the layers' storage), so layers fuse and nothing is
+ * widened per run; the same values. Returns how many activations changed
+ * type (0: left as it is), -1 on error. */
+int graph_widen_half(graph_t *g, perr_t *e);
 /* Liveness-based memory plan: assigns arena offsets to static-shaped
  * activations so values whose lifetimes do not overlap share memory.
  * Returns the arena size in bytes. */

@@ -226,6 +226,9 @@ static int needs_rounding(const graph_t *g, const node_t *n, int k, int v)
     if (n->precision == PREC_FP32) return 0;
     const value_t *val = &g->vals[v];
     if (val->t.dtype != DT_FLOAT && val->t.dtype != DT_UNDEFINED) return 0;
+    /* a value the model types as half (carried as float32, graph/widen.c)
+     * is not rounded further, as when it ran as a half tensor */
+    if (val->half_typed) return 0;
     /* TF32 rounds the two multiplied operands; a bias is added in fp32 */
     if (n->precision == PREC_TF32) return k < 2;
     /* fp16/bf16: values already stored in that type need nothing */
@@ -264,6 +267,24 @@ static void mark_boundaries(graph_t *g)
     free(want);
 }
 
+/* A layer whose float outputs the model types as half stores them in that
+ * type whatever its compute precision, as the executor narrows them: the
+ * storage column then says what the tensors hold. */
+static void keep_model_storage(const graph_t *g, node_t *n)
+{
+    dtype_t half = n->model_storage;
+    for (int k = 0; k < n->n_out && !half; k++)
+        if (n->out[k] >= 0 && (g->vals[n->out[k]].t.dtype == DT_FLOAT16 || g->vals[n->out[k]].t.dtype == DT_BFLOAT16))
+            half = g->vals[n->out[k]].t.dtype;
+    if (!half || half == n->storage) return;
+    n->storage = half;
+    size_t l = strlen(n->reason) + 64;
+    char *r = xmalloc(l);
+    snprintf(r, l, "%s; stores %s, the model's type", n->reason, dtype_name(half));
+    free(n->reason);
+    n->reason = r;
+}
+
 /* One graph, then the subgraphs of its control-flow nodes (their layers
  * are named by subgraph path, so the rules' globs reach inside). */
 static void apply_graph(graph_t *g, const precision_policy_t *pp, precision_rule_t *rules, FILE *warn, int *found)
@@ -280,12 +301,13 @@ static void apply_graph(graph_t *g, const precision_policy_t *pp, precision_rule
         if (pp->strongly_typed) {
             /* the model's own types decide: FLOAT16 tensors are half, Casts are exact */
             n->precision = PREC_FP32;
-            dtype_t out = n->out[0] >= 0 ? g->vals[n->out[0]].t.dtype : DT_FLOAT;
+            dtype_t out = n->model_storage ? n->model_storage : n->out[0] >= 0 ? g->vals[n->out[0]].t.dtype : DT_FLOAT;
             n->storage = out == DT_FLOAT16 || out == DT_BFLOAT16 ? out : DT_FLOAT;
             set_reason(n, "strongly typed: computes in its tensors' types (%s)%s", dtype_name(n->storage), "");
             continue;
         }
         choose_precision(n, pp, rules);
+        keep_model_storage(g, n);
     }
     /* fusion sees each layer's precision (only equal ones fuse) and comes
      * before the boundary rounding, so folded weights are rounded once */
