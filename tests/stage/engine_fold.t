@@ -181,6 +181,25 @@ ok("input_var" in note and "head.bn.running_var" in note and "8 of 8 values beyo
 ok("'/head/BatchNormalization'" in err and "head.bn.running_var" in err and "build-engine: warning:" in err,
    "build-engine's stderr names the layer and its variance", err)
 
+# compare --layerwise on the unfolded FP16 cell: the reference (FP32, folded)
+# has no tensor for the BatchNormalization's output, the cell's first failing
+# tensor in execution order is the backbone Conv's slight FP16 rounding; the
+# diagnosis still blames the BatchNormalization and its variance, and says
+# how to fix it
+d32, dnf = os.path.join(tmp, "dump32"), os.path.join(tmp, "dumpnf")
+run("infer", os.path.join(tmp, "head32.engine"), "-i", os.path.join(tmp, "head32.in"), "-o", d32, "--dump", "all")
+run("infer", os.path.join(tmp, "head16nofold.engine"), "-i", os.path.join(tmp, "head32.in"), "-o", dnf, "--dump", "all")
+js = os.path.join(tmp, "lw.json")
+rc, out, err = run("compare", "--layerwise", dnf, d32, "--layers", os.path.join(tmp, "head16nofold.layers.json"),
+                   "--atol", "1e-3", "--rtol", "1e-3", "--json", js)
+s = json.load(open(js))["layerwise"]["samples"][0] if os.path.exists(js) else {}
+ok(rc == 1 and (s.get("first_failure") or {}).get("layer") == "/backbone/Conv"
+   and "layer /head/BatchNormalization (BatchNormalization, fp16)" in s.get("cause", "")
+   and "'head.bn.running_var': 8 of 8 values beyond fp16's 65504" in s.get("cause", "")
+   and "fold: {batchnorm: true}" in s.get("fix", "") and "match: '/head/BatchNormalization'" in s.get("fix", ""),
+   "layerwise: the diagnosis blames the BatchNormalization and its variance, not the first failing Conv, and "
+   "gives the fold and the precision config line as fixes", out + err)
+
 # ---- the other switches, and bad fold keys --------------------------------
 c = 4
 w = rng.standard_normal((c, 3, 1, 1)).astype(np.float32)

@@ -105,6 +105,9 @@ int layers_write_json(const graph_t *g, const engine_meta_t *m, const char *path
     add_notes(notes, g);
     if (json_array_size(notes)) json_object_set_new(root, "notes", notes);
     else json_decref(notes);
+    json_t *outs = json_array();
+    for (int i = 0; i < g->n_outputs; i++) json_array_append_new(outs, json_string(g->vals[g->outputs[i]].name));
+    json_object_set_new(root, "graph_outputs", outs);
     json_t *layers = json_array();
     add_rows(layers, g, NULL);
     json_object_set_new(root, "layers", layers);
