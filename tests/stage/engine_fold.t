@@ -200,6 +200,51 @@ ok(rc == 1 and (s.get("first_failure") or {}).get("layer") == "/backbone/Conv"
    "layerwise: the diagnosis blames the BatchNormalization and its variance, not the first failing Conv, and "
    "gives the fold and the precision config line as fixes", out + err)
 
+# ---- Conv + Add(residual) + Relu: one layer, the sum rounded once ---------
+# FP32: conv_net's residual blocks fuse (the Conv takes the Add and the Relu
+# after it) and the outputs are bit-identical to the unfused graph. FP16: a
+# 1x1 Conv of one channel, whose result is exact to compute: x16 * w16 is
+# exact in float32, + b16 and + r16 are float32 additions; fused, the sum
+# is rounded to FP16 once, unfused the Conv's result is rounded first.
+from exported_models import conv_net
+net = conv_net()
+xin = rng.standard_normal((1, 3, 16, 16)).astype(np.float32)
+outs = {}
+for tag, args in (("res", ()), ("nores", ("--config", config("nores", "fold: {residual: false}\n")))):
+    eng, lay, err = build("net_" + tag, net, *args)
+    outs[tag] = (infer("net_" + tag, eng, {"input": xin})[0] if eng else None, lay, err)
+(o1, l1, e1), (o2, l2, e2) = outs["res"], outs["nores"]
+fused = [r["fused_from"] for r in l1["layers"] if "Add" in " ".join(r["fused_from"])] if l1 else []
+ok(o1 is not None and o2 is not None and all(np.array_equal(o1[k], o2[k]) for k in o2) and len(fused) == 3
+   and all(f[1].endswith("/Add") and f[2].endswith("/Relu_1") for f in fused)
+   and not any(r["op"] == "Add" for r in l1["layers"]) and sum(r["op"] == "Add" for r in l2["layers"]) == 3,
+   "FP32: Conv + residual Add + Relu fuse into one layer per block (%s), outputs bit-identical to unfused" % fused,
+   e1 + e2)
+xs = np.array([0.1, 1.7, -2.3, 3.3, 100.1, -0.37, 7.77, 1e-3], np.float32).reshape(1, 1, 2, 4)
+rs = np.array([0.333, -1.01, 2.5, -3.1, 0.123, 0.77, -7.7, 5.5], np.float32).reshape(1, 1, 2, 4)
+w1, b1 = np.array([[[[1.37]]]], np.float32), np.array([0.011], np.float32)
+g = helper.make_graph([helper.make_node("Conv", ["x", "W", "B"], ["c"], name="conv"),
+                       helper.make_node("Add", ["c", "r"], ["s"], name="add"),
+                       helper.make_node("Relu", ["s"], ["y"], name="relu")], "res1",
+                      [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 2, 4]),
+                       helper.make_tensor_value_info("r", TensorProto.FLOAT, [1, 1, 2, 4])],
+                      [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 1, 2, 4])],
+                      initializer=[numpy_helper.from_array(w1, "W"), numpy_helper.from_array(b1, "B")])
+res1 = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+h = lambda a: np.asarray(a, np.float32).astype(np.float16).astype(np.float32)
+conv32 = (h(xs) * h(w1)[0, 0, 0, 0] + h(b1)[0]).astype(np.float32)
+want_fused = h(np.maximum(conv32 + h(rs), 0))
+want_apart = h(np.maximum(h(conv32) + h(rs), 0))
+got = {}
+for tag, args in (("f", ()), ("a", ("--config", config("res16", "precision: fp16\nfold: {residual: false}\n")))):
+    eng, lay, err = build("res1" + tag, res1, "--precision", "fp16", *args) if tag == "f" else build("res1" + tag, res1, *args)
+    got[tag] = infer("res1" + tag, eng, {"x": xs, "r": rs})[0] if eng else None
+ok(got["f"] is not None and got["a"] is not None and np.array_equal(got["f"]["y"], want_fused)
+   and np.array_equal(got["a"]["y"], want_apart) and not np.array_equal(want_fused, want_apart),
+   "FP16: fused, conv + residual rounded once (as the GPU); fold: {residual: false}, the conv rounded first",
+   "%s %s %s %s" % (got["f"] and got["f"]["y"].ravel(), want_fused.ravel(), got["a"] and got["a"]["y"].ravel(),
+                    want_apart.ravel()))
+
 # ---- the other switches, and bad fold keys --------------------------------
 c = 4
 w = rng.standard_normal((c, 3, 1, 1)).astype(np.float32)

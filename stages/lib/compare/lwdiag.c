@@ -281,9 +281,9 @@ static void write_cause(text_t *c, const lw_sample_t *s, const lw_layers_t *L)
         add(c, "precision issue in layer %s (%s, %s): the error grows most there, SNR %.1f dB at its output %s, "
                "%.1f dB lower than at its inputs", l->name, l->op, l->prec, r->res.st.snr_db, r->res.name, s->snr_drop);
     else
-        add(c, "precision issue: the divergence starts in layer %s (%s), computed or stored in %s: its output %s at "
-               "SNR %.1f dB, no layer loses %g dB or more on its own", l->name, l->op, l->prec, r->res.name,
-            r->res.st.snr_db, SIGNIFICANT_DROP_DB);
+        add(c, "first failing tensor: %s (%s, layer %s, %s): precision issue: the divergence starts in a layer computed "
+               "or stored in %s, SNR %.1f dB there, and no later layer loses %g dB or more on its own", r->res.name,
+            l->op, l->name, l->prec, l->prec, r->res.st.snr_db, SIGNIFICANT_DROP_DB);
     if (l->out_of_range) add(c, "; its constant %s", l->out_of_range);
     if (l->reason[0]) add(c, " (%s)", l->reason);
 }

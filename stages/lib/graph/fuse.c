@@ -330,6 +330,14 @@ int graph_fuse(graph_t *g, unsigned folds)
     free(drop);
     readers = count_readers(g);
     drop = xcalloc(g->n_nodes + 1, 1);
+    if (folds & FOLD_RESIDUAL) {
+        fused += fold_residual(g, readers, drop);
+        compact(g, drop);
+        free(readers);
+        free(drop);
+        readers = count_readers(g);
+        drop = xcalloc(g->n_nodes + 1, 1);
+    }
     for (int i = 0; i < g->n_nodes && (folds & FOLD_ACTIVATION); i++) {
         node_t *a = &g->nodes[i];
         if (a->n_in < 1 || a->in[0] < 0 || a->n_out != 1 || a->out[0] < 0) continue;

@@ -17,6 +17,8 @@ void fuse_absorb(graph_t *g, int p, int i, char *drop);
 float *fuse_new_const(graph_t *g, const char *layer, const char *what, int ndim, const int64_t *dims, int *index);
 /* Makes value `bias` the layer's input 2 (its bias), adding the slot if needed. */
 void fuse_set_bias(node_t *c, int bias);
+/* fuseres.c: Conv + Add(residual) into one layer (node->residual). */
+int fold_residual(graph_t *g, const int *readers, char *drop);
 /* foldbn.c: BatchNormalization into the Conv/ConvTranspose/Gemm before it. */
 int fold_batchnorm(graph_t *g, const int *readers, char *drop);
 

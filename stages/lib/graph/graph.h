@@ -62,6 +62,8 @@ typedef struct node {
      * float32 before the storage rounding, as a GPU engine's fused epilogue */
     int act;                       /* ACT_NONE, ACT_RELU, ACT_CLIP, ACT_LEAKY, ACT_SIGMOID, ACT_SILU */
     float act_a, act_b;            /* clip min/max, leaky alpha */
+    int residual;                  /* a residual Add fused into this Conv (fuse.c): its last input is
+                                      added to the output in float32, before the activation */
     /* control flow (If, Loop, Scan): the subgraphs of its graph attributes,
      * and how many of in[] are implicit: the outer values the subgraphs read
      * (captures), appended after the node's own inputs so liveness and the

@@ -34,8 +34,9 @@ int graph_fuse_activations(graph_t *g);
  * config may turn off (fold: {batchnorm: false}; docs/precision.md):
  * BatchNormalization into the Conv/ConvTranspose/Gemm before it (in
  * float32, before weights are cast), per-channel scale/bias Mul/Add into a
- * Conv and bias Add into a MatMul, activations into their producer. */
-enum { FOLD_BATCHNORM = 1, FOLD_SCALE_BIAS = 2, FOLD_ACTIVATION = 4, FOLD_ALL = 7 };
+ * Conv and bias Add into a MatMul, activations into their producer, a
+ * residual Add into the Conv before it. */
+enum { FOLD_BATCHNORM = 1, FOLD_SCALE_BIAS = 2, FOLD_ACTIVATION = 4, FOLD_RESIDUAL = 8, FOLD_ALL = 15 };
 int graph_fuse(graph_t *g, unsigned folds);
 
 #endif

@@ -14,6 +14,7 @@
 #include <string.h>
 #include "ops/misc_impl.h"
 #include "ops/nn_impl.h"
+#include "util/pool.h"
 
 /* ------------------------------------------------------------- matmul */
 
@@ -79,37 +80,44 @@ static int check_per(op_ctx_t *c, int i, int64_t per, const char *what)
 }
 
 /* acc = (A - zp_a) x (B - zp_b) over every batch, wrapped to int32. */
+/* One task per output row (batch, i): rows of B scaled by A's entries and
+ * summed, wrapping in uint32 as the spec's int32 accumulator (the same bits
+ * as a wider sum truncated); the inner loop vectorises. */
+typedef struct qmm_job { const qmm_t *p; const int16_t *a16, *b16; int32_t *acc; } qmm_job_t;
+
+static void qmm_task(void *ctx, int64_t t)
+{
+    const qmm_job_t *j = ctx;
+    const qmm_t *p = j->p;
+    int64_t bi = t / p->m, i = t % p->m, oa = 0, ob = 0, rem = bi;
+    for (int d = p->nb - 1; d >= 0; d--) {
+        int64_t idx = rem % p->bd[d];
+        rem /= p->bd[d];
+        oa += idx * p->as[d];
+        ob += idx * p->bs[d];
+    }
+    const int16_t *av = j->a16 + oa + i * p->k, *bv = j->b16 + ob;
+    uint32_t *row = (uint32_t *)(j->acc + (bi * p->m + i) * p->n);
+    memset(row, 0, (size_t)p->n * sizeof *row);
+    for (int64_t q = 0; q < p->k; q++) {
+        uint32_t x = (uint32_t)(int32_t)av[q];
+        if (!x) continue;
+        const int16_t *br = bv + q * p->n;
+        for (int64_t c = 0; c < p->n; c++) row[c] += x * (uint32_t)(int32_t)br[c];
+    }
+}
+
 static void qmm_accumulate(const qmm_t *p, const tensor_t *a, const tensor_t *azp, const tensor_t *b,
                            const tensor_t *bzp, int32_t *acc)
 {
     int16_t *a16 = xmalloc((size_t)tensor_numel(a) * sizeof *a16 + 2);
     int16_t *b16 = xmalloc((size_t)tensor_numel(b) * sizeof *b16 + 2);
-    int64_t *row = xmalloc((size_t)p->n * sizeof *row + 8);
     q_widen(a, azp, p->k, p->m, a16);
     q_widen(b, bzp, 1, p->n, b16);
-    for (int64_t bi = 0; bi < p->nbatch; bi++) {
-        int64_t oa = 0, ob = 0, rem = bi;
-        for (int d = p->nb - 1; d >= 0; d--) {
-            int64_t idx = rem % p->bd[d];
-            rem /= p->bd[d];
-            oa += idx * p->as[d];
-            ob += idx * p->bs[d];
-        }
-        const int16_t *av = a16 + oa, *bv = b16 + ob;
-        int32_t *cv = acc + bi * p->m * p->n;
-        for (int64_t i = 0; i < p->m; i++) {
-            memset(row, 0, (size_t)p->n * sizeof *row);
-            for (int64_t q = 0; q < p->k; q++) {
-                int64_t x = av[i * p->k + q];
-                const int16_t *br = bv + q * p->n;
-                for (int64_t j = 0; j < p->n; j++) row[j] += x * br[j];
-            }
-            for (int64_t j = 0; j < p->n; j++) cv[i * p->n + j] = (int32_t)(uint32_t)(uint64_t)row[j];
-        }
-    }
+    qmm_job_t j = {p, a16, b16, acc};
+    pool_for(p->nbatch * p->m, qmm_task, &j);
     free(a16);
     free(b16);
-    free(row);
 }
 
 int matmulint_shape(op_ctx_t *c)
@@ -223,44 +231,68 @@ static int qconv_set_out(op_ctx_t *c, const qconv_t *p, dtype_t dt)
     return op_set_out(c, 0, dt, 2 + p->g.nsp, dims);
 }
 
-/* Direct convolution of the widened operands; acc is [N, M, out spatial]. */
+/* Direct convolution of the widened operands; acc is [N, M, out spatial].
+ * One task per (image, output channel); each kernel tap adds w * x over a
+ * run of output positions, which the compiler vectorises where the stride
+ * is 1. Sums wrap in uint32: the int32 accumulator the spec describes, the
+ * same bits as a wider sum truncated. */
+typedef struct qconv_job { const qconv_t *p; const int16_t *x16, *w16; int32_t *acc; } qconv_job_t;
+
+/* Output positions o in [*lo, *hi) whose input o * s + base lies in [0, n). */
+static void valid_run(int64_t base, int64_t s, int64_t n, int64_t nout, int64_t *lo, int64_t *hi)
+{
+    *lo = base >= 0 ? 0 : (-base + s - 1) / s;
+    *hi = n - base <= 0 ? 0 : (n - base + s - 1) / s;
+    if (*hi > nout) *hi = nout;
+    if (*lo > *hi) *lo = *hi;
+}
+
+static void qconv_task(void *ctx, int64_t t)
+{
+    const qconv_job_t *j = ctx;
+    const qconv_t *p = j->p;
+    const nn_geom_t *g = &p->g;
+    int64_t b = t / p->m, m = t % p->m, lo, hi;
+    const int16_t *xg = j->x16 + (b * p->cin + (m / p->mg) * p->cg) * p->isz;
+    const int16_t *wm = j->w16 + m * p->cg * p->kvol;
+    uint32_t *out = (uint32_t *)(j->acc + (b * p->m + m) * p->osz);
+    memset(out, 0, (size_t)p->osz * sizeof *out);
+    for (int64_t ci = 0; ci < p->cg; ci++) {
+        const int16_t *xc = xg + ci * p->isz, *wc = wm + ci * p->kvol;
+        for (int64_t k0 = 0; k0 < g->k[0]; k0++)
+            for (int64_t k1 = 0; k1 < g->k[1]; k1++)
+                for (int64_t k2 = 0; k2 < g->k[2]; k2++) {
+                    uint32_t w = (uint32_t)(int32_t)wc[(k0 * g->k[1] + k1) * g->k[2] + k2];
+                    if (!w) continue;
+                    int64_t base = k2 * g->d[2] - g->pb[2], s2 = g->s[2];
+                    valid_run(base, s2, g->in[2], g->out[2], &lo, &hi);
+                    for (int64_t o0 = 0; o0 < g->out[0]; o0++) {
+                        int64_t i0 = o0 * g->s[0] - g->pb[0] + k0 * g->d[0];
+                        if (i0 < 0 || i0 >= g->in[0]) continue;
+                        for (int64_t o1 = 0; o1 < g->out[1]; o1++) {
+                            int64_t i1 = o1 * g->s[1] - g->pb[1] + k1 * g->d[1];
+                            if (i1 < 0 || i1 >= g->in[1]) continue;
+                            const int16_t *xr = xc + (i0 * g->in[1] + i1) * g->in[2] + base;
+                            uint32_t *orow = out + (o0 * g->out[1] + o1) * g->out[2];
+                            if (s2 == 1)
+                                for (int64_t o2 = lo; o2 < hi; o2++) orow[o2] += w * (uint32_t)(int32_t)xr[o2];
+                            else
+                                for (int64_t o2 = lo; o2 < hi; o2++) orow[o2] += w * (uint32_t)(int32_t)xr[o2 * s2];
+                        }
+                    }
+                }
+    }
+}
+
 static void qconv_accumulate(const qconv_t *p, const tensor_t *x, const tensor_t *xzp, const tensor_t *w,
                              const tensor_t *wzp, int32_t *acc)
 {
-    const nn_geom_t *g = &p->g;
     int16_t *x16 = xmalloc((size_t)tensor_numel(x) * sizeof *x16 + 2);
     int16_t *w16 = xmalloc((size_t)tensor_numel(w) * sizeof *w16 + 2);
     q_widen(x, xzp, 1, 1, x16);
     q_widen(w, wzp, p->cg * p->kvol, p->m, w16);
-    for (int64_t b = 0; b < p->n; b++)
-        for (int64_t m = 0; m < p->m; m++) {
-            const int16_t *xg = x16 + (b * p->cin + (m / p->mg) * p->cg) * p->isz;
-            const int16_t *wm = w16 + m * p->cg * p->kvol;
-            int32_t *out = acc + (b * p->m + m) * p->osz;
-            for (int64_t o0 = 0; o0 < g->out[0]; o0++)
-                for (int64_t o1 = 0; o1 < g->out[1]; o1++)
-                    for (int64_t o2 = 0; o2 < g->out[2]; o2++) {
-                        int64_t s = 0;
-                        for (int64_t ci = 0; ci < p->cg; ci++) {
-                            const int16_t *xc = xg + ci * p->isz, *wc = wm + ci * p->kvol;
-                            for (int64_t k0 = 0; k0 < g->k[0]; k0++) {
-                                int64_t i0 = o0 * g->s[0] - g->pb[0] + k0 * g->d[0];
-                                if (i0 < 0 || i0 >= g->in[0]) continue;
-                                for (int64_t k1 = 0; k1 < g->k[1]; k1++) {
-                                    int64_t i1 = o1 * g->s[1] - g->pb[1] + k1 * g->d[1];
-                                    if (i1 < 0 || i1 >= g->in[1]) continue;
-                                    const int16_t *xr = xc + (i0 * g->in[1] + i1) * g->in[2];
-                                    const int16_t *wr = wc + (k0 * g->k[1] + k1) * g->k[2];
-                                    for (int64_t k2 = 0; k2 < g->k[2]; k2++) {
-                                        int64_t i2 = o2 * g->s[2] - g->pb[2] + k2 * g->d[2];
-                                        if (i2 >= 0 && i2 < g->in[2]) s += (int64_t)xr[i2] * wr[k2];
-                                    }
-                                }
-                            }
-                        }
-                        out[(o0 * g->out[1] + o1) * g->out[2] + o2] = (int32_t)(uint32_t)(uint64_t)s;
-                    }
-        }
+    qconv_job_t j = {p, x16, w16, acc};
+    pool_for(p->n * p->m, qconv_task, &j);
     free(x16);
     free(w16);
 }

@@ -84,18 +84,18 @@ static int load_rule(precision_policy_t *pp, const cfg_node_t *item, perr_t *e)
     return 0;
 }
 
-/* fold: {batchnorm: B, scale_bias: B, activation: B}: each build-time fold
+/* fold: {batchnorm: B, scale_bias: B, activation: B, residual: B}: each build-time fold
  * a deploy engine does may be turned off (all on by default). */
 static int load_folds(precision_policy_t *pp, const config_t *c, perr_t *e)
 {
-    static const char *const keys[] = {"fold.batchnorm", "fold.scale_bias", "fold.activation"};
-    static const unsigned bits[] = {FOLD_BATCHNORM, FOLD_SCALE_BIAS, FOLD_ACTIVATION};
+    static const char *const keys[] = {"fold.batchnorm", "fold.scale_bias", "fold.activation", "fold.residual"};
+    static const unsigned bits[] = {FOLD_BATCHNORM, FOLD_SCALE_BIAS, FOLD_ACTIVATION, FOLD_RESIDUAL};
     const cfg_node_t *f = config_get(c, "fold");
     if (f && f->kind != CFG_MAP) {
         char where[256];
         return BAD(e, "%s: fold: expected a mapping such as {batchnorm: false}", cfg_node_where(f, where, sizeof where));
     }
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < 4; i++) {
         int on;
         int r = config_bool(c, keys[i], &on, e);
         if (r < 0) return -1;
