@@ -303,6 +303,16 @@ static int *count_readers(const graph_t *g)
     return readers;
 }
 
+/* Drops the nodes fused so far and recounts readers for the next pass. */
+static void next_round(graph_t *g, int **readers, char **drop)
+{
+    compact(g, *drop);
+    free(*readers);
+    free(*drop);
+    *readers = count_readers(g);
+    *drop = xcalloc(g->n_nodes + 1, 1);
+}
+
 int graph_fuse_activations(graph_t *g)
 {
     return graph_fuse(g, FOLD_ALL);
@@ -316,27 +326,15 @@ int graph_fuse(graph_t *g, unsigned folds)
     int fused = 0;
     if (folds & FOLD_BATCHNORM) {
         fused += fold_batchnorm(g, readers, drop);
-        compact(g, drop);
-        free(readers);
-        free(drop);
-        readers = count_readers(g);
-        drop = xcalloc(g->n_nodes + 1, 1);
+        next_round(g, &readers, &drop);
     }
     if (folds & FOLD_SCALE_BIAS) fused += fold_affine(g, readers, drop);
     if (folds & FOLD_SCALE_BIAS) fused += fold_matmul_bias(g, readers, drop);
     if (folds & FOLD_ACTIVATION) fused += fuse_silu(g, readers, drop);
-    compact(g, drop);
-    free(readers);
-    free(drop);
-    readers = count_readers(g);
-    drop = xcalloc(g->n_nodes + 1, 1);
+    next_round(g, &readers, &drop);
     if (folds & FOLD_RESIDUAL) {
         fused += fold_residual(g, readers, drop);
-        compact(g, drop);
-        free(readers);
-        free(drop);
-        readers = count_readers(g);
-        drop = xcalloc(g->n_nodes + 1, 1);
+        next_round(g, &readers, &drop);
     }
     for (int i = 0; i < g->n_nodes && (folds & FOLD_ACTIVATION); i++) {
         node_t *a = &g->nodes[i];
