@@ -7,6 +7,7 @@
  * the convolution's result and then the sum, as on the GPU. The fused layer
  * runs where the Add ran (r may be computed after the Conv), reads r as its
  * last input (node->residual) and keeps the Conv's name. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "graph/fuse_int.h"
@@ -39,6 +40,26 @@ static void add_residual_input(node_t *c, int r)
     c->residual = 1;
 }
 
+/* An activation already fused into the Add (a SiLU) moves with it. */
+static void take_activation(node_t *c, const node_t *a)
+{
+    c->act = a->act;
+    c->act_a = a->act_a;
+    c->act_b = a->act_b;
+}
+
+/* The layers fused into the Add before (after its own name) join c's list. */
+static void extend_fused_from(node_t *c, const node_t *a)
+{
+    const char *rest = a->fused_from ? strchr(a->fused_from, ',') : NULL;
+    if (!rest) return;
+    size_t n = strlen(c->fused_from) + strlen(rest) + 1;
+    char *ff = xmalloc(n);
+    snprintf(ff, n, "%s%s", c->fused_from, rest);
+    free(c->fused_from);
+    c->fused_from = ff;
+}
+
 int fold_residual(graph_t *g, const int *readers, char *drop)
 {
     int fused = 0;
@@ -52,7 +73,9 @@ int fold_residual(graph_t *g, const int *readers, char *drop)
             if (rv->kind == VAL_CONST || rv->t.dtype != DT_FLOAT || vv->t.dtype != DT_FLOAT || !same_shape(rv, vv))
                 continue;
             add_residual_input(&g->nodes[p], r);
+            take_activation(&g->nodes[p], a);
             fuse_absorb(g, p, i, drop);
+            extend_fused_from(&g->nodes[p], a);
             /* the fused layer takes the Add's place in the order */
             node_t t = g->nodes[p];
             g->nodes[p] = g->nodes[i];
