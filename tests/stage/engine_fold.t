@@ -220,6 +220,27 @@ ok(o1 is not None and o2 is not None and all(np.array_equal(o1[k], o2[k]) for k 
    and not any(r["op"] == "Add" for r in l1["layers"]) and sum(r["op"] == "Add" for r in l2["layers"]) == 3,
    "FP32: Conv + residual Add + Relu fuse into one layer per block (%s), outputs bit-identical to unfused" % fused,
    e1 + e2)
+# RepVGG (RT-DETR): Conv(x) + Conv(x) -> SiLU; the SiLU fused into the Add
+# first must move into the Conv with it
+wa, wb = (rng.standard_normal((4, 4, k, k)).astype(np.float32) for k in (3, 1))
+g = helper.make_graph([helper.make_node("Conv", ["x", "Wa"], ["a"], name="c3", pads=[1] * 4),
+                       helper.make_node("Conv", ["x", "Wb"], ["b"], name="c1"),
+                       helper.make_node("Add", ["a", "b"], ["s"], name="add"),
+                       helper.make_node("Sigmoid", ["s"], ["g"], name="sig"),
+                       helper.make_node("Mul", ["s", "g"], ["y"], name="silu")], "repvgg",
+                      [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 6, 6])],
+                      [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 6, 6])],
+                      initializer=[numpy_helper.from_array(wa, "Wa"), numpy_helper.from_array(wb, "Wb")])
+rep = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+xr = rng.standard_normal((1, 4, 6, 6)).astype(np.float32)
+eng, lay, err = build("rep", rep)
+o1 = infer("rep", eng, {"x": xr})[0] if eng else None
+eng2, _, err2 = build("rep_nores", rep, "--config", config("nores2", "fold: {residual: false}\n"))
+o2 = infer("rep_nores", eng2, {"x": xr})[0] if eng2 else None
+ok(o1 is not None and o2 is not None and np.array_equal(o1["y"], o2["y"]) and len(lay["layers"]) == 2
+   and lay["layers"][1]["fused_from"] == ["c3", "add", "sig", "silu"],
+   "a SiLU fused into the residual Add moves into the Conv with it: one layer, the same bits (%s)"
+   % (lay and [r["fused_from"] for r in lay["layers"]]), err + err2)
 xs = np.array([0.1, 1.7, -2.3, 3.3, 100.1, -0.37, 7.77, 1e-3], np.float32).reshape(1, 1, 2, 4)
 rs = np.array([0.333, -1.01, 2.5, -3.1, 0.123, 0.77, -7.7, 5.5], np.float32).reshape(1, 1, 2, 4)
 w1, b1 = np.array([[[[1.37]]]], np.float32), np.array([0.011], np.float32)
