@@ -9,6 +9,8 @@
  * float32. Zero points and scales may be per tensor, per row of A / column
  * of B, or per output channel of W, as the spec allows.
  */
+#include <cblas.h>
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -231,57 +233,72 @@ static int qconv_set_out(op_ctx_t *c, const qconv_t *p, dtype_t dt)
     return op_set_out(c, 0, dt, 2 + p->g.nsp, dims);
 }
 
-/* Direct convolution of the widened operands; acc is [N, M, out spatial].
- * One task per (image, output channel); each kernel tap adds w * x over a
- * run of output positions, which the compiler vectorises where the stride
- * is 1. Sums wrap in uint32: the int32 accumulator the spec describes, the
- * same bits as a wider sum truncated. */
-typedef struct qconv_job { const qconv_t *p; const int16_t *x16, *w16; int32_t *acc; } qconv_job_t;
+/* The convolution as GEMMs; acc is [N, M, out spatial]. Columns of output
+ * positions gathered (im2col) as doubles and multiplied by the weights in
+ * float64 (OpenBLAS, one thread per task). Every operand is an integer of
+ * magnitude at most 255 (zero point subtracted), every product at most 65,025, so each partial sum is an integer far below 2^53:
+ * float64 holds it exactly in any order of summation, and the result is the
+ * exact sum on every CPU, wrapped to int32 as the spec's accumulator. Output
+ * positions go in blocks of QCONV_COLS, so the gathered columns stay small
+ * whatever the image size. */
+#define QCONV_COLS 1024
+typedef struct qgemm_job {
+    const qconv_t *p;
+    const int16_t *x16;
+    const double *wd;
+    int32_t *acc;
+    int64_t blocks;                 /* column blocks per (image, group) */
+} qgemm_job_t;
 
-/* Output positions o in [*lo, *hi) whose input o * s + base lies in [0, n). */
-static void valid_run(int64_t base, int64_t s, int64_t n, int64_t nout, int64_t *lo, int64_t *hi)
+static void gather_cols(const qconv_t *p, const int16_t *xg, int64_t p0, int64_t cw, double *col)
 {
-    *lo = base >= 0 ? 0 : (-base + s - 1) / s;
-    *hi = n - base <= 0 ? 0 : (n - base + s - 1) / s;
-    if (*hi > nout) *hi = nout;
-    if (*lo > *hi) *lo = *hi;
-}
-
-static void qconv_task(void *ctx, int64_t t)
-{
-    const qconv_job_t *j = ctx;
-    const qconv_t *p = j->p;
     const nn_geom_t *g = &p->g;
-    int64_t b = t / p->m, m = t % p->m, lo, hi;
-    const int16_t *xg = j->x16 + (b * p->cin + (m / p->mg) * p->cg) * p->isz;
-    const int16_t *wm = j->w16 + m * p->cg * p->kvol;
-    uint32_t *out = (uint32_t *)(j->acc + (b * p->m + m) * p->osz);
-    memset(out, 0, (size_t)p->osz * sizeof *out);
-    for (int64_t ci = 0; ci < p->cg; ci++) {
-        const int16_t *xc = xg + ci * p->isz, *wc = wm + ci * p->kvol;
+    int64_t r = 0;
+    for (int64_t ci = 0; ci < p->cg; ci++)
         for (int64_t k0 = 0; k0 < g->k[0]; k0++)
             for (int64_t k1 = 0; k1 < g->k[1]; k1++)
-                for (int64_t k2 = 0; k2 < g->k[2]; k2++) {
-                    uint32_t w = (uint32_t)(int32_t)wc[(k0 * g->k[1] + k1) * g->k[2] + k2];
-                    if (!w) continue;
-                    int64_t base = k2 * g->d[2] - g->pb[2], s2 = g->s[2];
-                    valid_run(base, s2, g->in[2], g->out[2], &lo, &hi);
-                    for (int64_t o0 = 0; o0 < g->out[0]; o0++) {
+                for (int64_t k2 = 0; k2 < g->k[2]; k2++, r++) {
+                    double *dst = col + r * cw;
+                    const int16_t *xc = xg + ci * p->isz;
+                    int64_t o2 = p0 % g->out[2], o1 = p0 / g->out[2] % g->out[1], o0 = p0 / (g->out[2] * g->out[1]);
+                    for (int64_t q = 0; q < cw; q++) {
                         int64_t i0 = o0 * g->s[0] - g->pb[0] + k0 * g->d[0];
-                        if (i0 < 0 || i0 >= g->in[0]) continue;
-                        for (int64_t o1 = 0; o1 < g->out[1]; o1++) {
-                            int64_t i1 = o1 * g->s[1] - g->pb[1] + k1 * g->d[1];
-                            if (i1 < 0 || i1 >= g->in[1]) continue;
-                            const int16_t *xr = xc + (i0 * g->in[1] + i1) * g->in[2] + base;
-                            uint32_t *orow = out + (o0 * g->out[1] + o1) * g->out[2];
-                            if (s2 == 1)
-                                for (int64_t o2 = lo; o2 < hi; o2++) orow[o2] += w * (uint32_t)(int32_t)xr[o2];
-                            else
-                                for (int64_t o2 = lo; o2 < hi; o2++) orow[o2] += w * (uint32_t)(int32_t)xr[o2 * s2];
+                        int64_t i1 = o1 * g->s[1] - g->pb[1] + k1 * g->d[1];
+                        int64_t i2 = o2 * g->s[2] - g->pb[2] + k2 * g->d[2];
+                        int in = i0 >= 0 && i0 < g->in[0] && i1 >= 0 && i1 < g->in[1] && i2 >= 0 && i2 < g->in[2];
+                        dst[q] = in ? xc[(i0 * g->in[1] + i1) * g->in[2] + i2] : 0.0;
+                        if (++o2 == g->out[2]) {
+                            o2 = 0;
+                            if (++o1 == g->out[1]) { o1 = 0; o0++; }
                         }
                     }
                 }
+}
+
+static void qgemm_task(void *ctx, int64_t t)
+{
+    const qgemm_job_t *j = ctx;
+    const qconv_t *p = j->p;
+    int64_t blk = t % j->blocks, bg = t / j->blocks, b = bg / p->group, gi = bg % p->group;
+    int64_t p0 = blk * QCONV_COLS, cw = p->osz - p0 < QCONV_COLS ? p->osz - p0 : QCONV_COLS, kk = p->cg * p->kvol;
+    double *col = xmalloc((size_t)(kk * cw + p->mg * cw + 1) * sizeof *col), *out = col + kk * cw;
+    gather_cols(p, j->x16 + (b * p->cin + gi * p->cg) * p->isz, p0, cw, col);
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)p->mg, (int)cw, (int)kk, 1.0, j->wd + gi * p->mg * kk,
+                (int)kk, col, (int)cw, 0.0, out, (int)cw);
+    for (int64_t m = 0; m < p->mg; m++) {
+        int32_t *dst = j->acc + (b * p->m + gi * p->mg + m) * p->osz + p0;
+        for (int64_t q = 0; q < cw; q++) dst[q] = (int32_t)(uint32_t)(uint64_t)(int64_t)out[m * cw + q];
     }
+    free(col);
+}
+
+/* BLAS takes int sizes: the gathered block must be indexable by one. */
+static int qconv_check_size(op_ctx_t *c, const qconv_t *p)
+{
+    if (p->cg * p->kvol >= INT_MAX / QCONV_COLS || p->mg >= INT_MAX / QCONV_COLS)
+        return op_fail(c, "%lld values per output and %lld output channels per group: too large for the GEMM",
+                       (long long)(p->cg * p->kvol), (long long)p->mg);
+    return 0;
 }
 
 static void qconv_accumulate(const qconv_t *p, const tensor_t *x, const tensor_t *xzp, const tensor_t *w,
@@ -291,8 +308,12 @@ static void qconv_accumulate(const qconv_t *p, const tensor_t *x, const tensor_t
     int16_t *w16 = xmalloc((size_t)tensor_numel(w) * sizeof *w16 + 2);
     q_widen(x, xzp, 1, 1, x16);
     q_widen(w, wzp, p->cg * p->kvol, p->m, w16);
-    qconv_job_t j = {p, x16, w16, acc};
-    pool_for(p->n * p->m, qconv_task, &j);
+    int64_t nw = tensor_numel(w);
+    double *wd = xmalloc((size_t)(nw + 1) * sizeof *wd);
+    for (int64_t i = 0; i < nw; i++) wd[i] = w16[i];
+    qgemm_job_t j = {p, x16, wd, acc, (p->osz + QCONV_COLS - 1) / QCONV_COLS};
+    if (p->osz > 0) pool_for(p->n * p->group * j.blocks, qgemm_task, &j);
+    free(wd);
     free(x16);
     free(w16);
 }
@@ -302,7 +323,7 @@ int convint_shape(op_ctx_t *c)
 {
     qconv_t p;
     if (op_check_inputs(c, 2, 4)) return -1;
-    if (qconv_plan(c, 0, 1, &p)) return -1;
+    if (qconv_plan(c, 0, 1, &p) || qconv_check_size(c, &p)) return -1;
     for (int i = 2; i < c->n_in; i++)
         if (q_check_8bit(c, i)) return -1;
     if (check_per(c, 2, 1, "tensor") || check_per(c, 3, p.m, "output channel")) return -1;
@@ -312,7 +333,7 @@ int convint_shape(op_ctx_t *c)
 int convint_run(op_ctx_t *c)
 {
     qconv_t p;
-    if (qconv_plan(c, 0, 1, &p)) return -1;
+    if (qconv_plan(c, 0, 1, &p) || qconv_check_size(c, &p)) return -1;
     qconv_accumulate(&p, c->in[0], c->n_in > 2 ? c->in[2] : NULL, c->in[1], c->n_in > 3 ? c->in[3] : NULL,
                      c->out[0]->data);
     return 0;
@@ -323,7 +344,7 @@ int qlinearconv_shape(op_ctx_t *c)
 {
     qconv_t p;
     if (op_check_inputs(c, 8, 9)) return -1;
-    if (qconv_plan(c, 0, 3, &p)) return -1;
+    if (qconv_plan(c, 0, 3, &p) || qconv_check_size(c, &p)) return -1;
     if (q_check_8bit(c, 2) || q_check_8bit(c, 5) || q_check_8bit(c, 7)) return -1;
     if (c->in[1]->dtype != DT_FLOAT || c->in[4]->dtype != DT_FLOAT || c->in[6]->dtype != DT_FLOAT)
         return op_fail(c, "scales must be float32");
@@ -339,7 +360,7 @@ int qlinearconv_shape(op_ctx_t *c)
 int qlinearconv_run(op_ctx_t *c)
 {
     qconv_t p;
-    if (qconv_plan(c, 0, 3, &p)) return -1;
+    if (qconv_plan(c, 0, 3, &p) || qconv_check_size(c, &p)) return -1;
     tensor_t *y = c->out[0];
     int64_t total = tensor_numel(y);
     int32_t *acc = xmalloc((size_t)total * sizeof *acc + 4);
