@@ -82,44 +82,63 @@ static int check_per(op_ctx_t *c, int i, int64_t per, const char *what)
 }
 
 /* acc = (A - zp_a) x (B - zp_b) over every batch, wrapped to int32. */
-/* One task per output row (batch, i): rows of B scaled by A's entries and
- * summed, wrapping in uint32 as the spec's int32 accumulator (the same bits
- * as a wider sum truncated); the inner loop vectorises. */
-typedef struct qmm_job { const qmm_t *p; const int16_t *a16, *b16; int32_t *acc; } qmm_job_t;
+/* The product as float64 GEMMs (OpenBLAS, a task per batch and block of
+ * QMM_ROWS rows of A): operands are integers of magnitude at most 255 (zero
+ * points subtracted), so every partial sum is an integer far below 2^53,
+ * exact in any order on every CPU; wrapped to int32 as the spec's
+ * accumulator. */
+#define QMM_ROWS 64
+typedef struct qmm_job { const qmm_t *p; const int16_t *a16; const double *bd; int32_t *acc; int64_t blocks; } qmm_job_t;
 
 static void qmm_task(void *ctx, int64_t t)
 {
     const qmm_job_t *j = ctx;
     const qmm_t *p = j->p;
-    int64_t bi = t / p->m, i = t % p->m, oa = 0, ob = 0, rem = bi;
+    int64_t bi = t / j->blocks, r0 = t % j->blocks * QMM_ROWS, oa = 0, ob = 0, rem = bi;
+    int64_t rows = p->m - r0 < QMM_ROWS ? p->m - r0 : QMM_ROWS;
     for (int d = p->nb - 1; d >= 0; d--) {
         int64_t idx = rem % p->bd[d];
         rem /= p->bd[d];
         oa += idx * p->as[d];
         ob += idx * p->bs[d];
     }
-    const int16_t *av = j->a16 + oa + i * p->k, *bv = j->b16 + ob;
-    uint32_t *row = (uint32_t *)(j->acc + (bi * p->m + i) * p->n);
-    memset(row, 0, (size_t)p->n * sizeof *row);
-    for (int64_t q = 0; q < p->k; q++) {
-        uint32_t x = (uint32_t)(int32_t)av[q];
-        if (!x) continue;
-        const int16_t *br = bv + q * p->n;
-        for (int64_t c = 0; c < p->n; c++) row[c] += x * (uint32_t)(int32_t)br[c];
-    }
+    double *ad = xmalloc((size_t)(rows * p->k + rows * p->n + 1) * sizeof *ad), *out = ad + rows * p->k;
+    const int16_t *av = j->a16 + oa + r0 * p->k;
+    for (int64_t i = 0; i < rows * p->k; i++) ad[i] = av[i];
+    if (p->k > 0)
+        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)rows, (int)p->n, (int)p->k, 1.0, ad, (int)p->k,
+                    j->bd + ob, (int)p->n, 0.0, out, (int)p->n);
+    else
+        memset(out, 0, (size_t)(rows * p->n) * sizeof *out);
+    int32_t *dst = j->acc + (bi * p->m + r0) * p->n;
+    for (int64_t i = 0; i < rows * p->n; i++) dst[i] = (int32_t)(uint32_t)(uint64_t)(int64_t)out[i];
+    free(ad);
 }
 
 static void qmm_accumulate(const qmm_t *p, const tensor_t *a, const tensor_t *azp, const tensor_t *b,
                            const tensor_t *bzp, int32_t *acc)
 {
-    int16_t *a16 = xmalloc((size_t)tensor_numel(a) * sizeof *a16 + 2);
-    int16_t *b16 = xmalloc((size_t)tensor_numel(b) * sizeof *b16 + 2);
+    int64_t na = tensor_numel(a), nbv = tensor_numel(b);
+    int16_t *a16 = xmalloc((size_t)na * sizeof *a16 + 2);
+    int16_t *b16 = xmalloc((size_t)nbv * sizeof *b16 + 2);
+    double *bd = xmalloc((size_t)(nbv + 1) * sizeof *bd);
     q_widen(a, azp, p->k, p->m, a16);
     q_widen(b, bzp, 1, p->n, b16);
-    qmm_job_t j = {p, a16, b16, acc};
-    pool_for(p->nbatch * p->m, qmm_task, &j);
+    for (int64_t i = 0; i < nbv; i++) bd[i] = b16[i];
+    qmm_job_t j = {p, a16, bd, acc, (p->m + QMM_ROWS - 1) / QMM_ROWS};
+    if (p->m > 0 && p->n > 0) pool_for(p->nbatch * j.blocks, qmm_task, &j);
     free(a16);
     free(b16);
+    free(bd);
+}
+
+/* BLAS takes int sizes. */
+static int qmm_check_size(op_ctx_t *c, const qmm_t *p)
+{
+    if (p->k >= INT_MAX / QMM_ROWS || p->n >= INT_MAX / QMM_ROWS)
+        return op_fail(c, "inner dimension %lld or %lld columns: too large for the GEMM", (long long)p->k,
+                       (long long)p->n);
+    return 0;
 }
 
 int matmulint_shape(op_ctx_t *c)
@@ -132,7 +151,7 @@ int matmulint_shape(op_ctx_t *c)
         return op_fail(c, "a_zero_point's type differs from A's");
     if (c->n_in > 3 && c->in[3] && c->in[3]->dtype != c->in[1]->dtype)
         return op_fail(c, "b_zero_point's type differs from B's");
-    if (qmm_plan(c, c->in[0], c->in[1], &p)) return -1;
+    if (qmm_plan(c, c->in[0], c->in[1], &p) || qmm_check_size(c, &p)) return -1;
     if (check_per(c, 2, p.m, "row of A") || check_per(c, 3, p.n, "column of B")) return -1;
     return qmm_set_out(c, &p, DT_INT32);
 }
@@ -140,7 +159,7 @@ int matmulint_shape(op_ctx_t *c)
 int matmulint_run(op_ctx_t *c)
 {
     qmm_t p;
-    if (qmm_plan(c, c->in[0], c->in[1], &p)) return -1;
+    if (qmm_plan(c, c->in[0], c->in[1], &p) || qmm_check_size(c, &p)) return -1;
     qmm_accumulate(&p, c->in[0], c->n_in > 2 ? c->in[2] : NULL, c->in[1], c->n_in > 3 ? c->in[3] : NULL,
                    c->out[0]->data);
     return 0;
@@ -158,7 +177,7 @@ int qlinearmatmul_shape(op_ctx_t *c)
         return op_fail(c, "scales must be float32");
     if (c->in[2]->dtype != c->in[0]->dtype || c->in[5]->dtype != c->in[3]->dtype)
         return op_fail(c, "zero point types differ from their inputs'");
-    if (qmm_plan(c, c->in[0], c->in[3], &p)) return -1;
+    if (qmm_plan(c, c->in[0], c->in[3], &p) || qmm_check_size(c, &p)) return -1;
     if (check_per(c, 1, p.m, "row of A") || check_per(c, 2, p.m, "row of A") ||
         check_per(c, 4, p.n, "column of B") || check_per(c, 5, p.n, "column of B") ||
         check_per(c, 6, 1, "tensor") || check_per(c, 7, 1, "tensor"))
@@ -169,7 +188,7 @@ int qlinearmatmul_shape(op_ctx_t *c)
 int qlinearmatmul_run(op_ctx_t *c)
 {
     qmm_t p;
-    if (qmm_plan(c, c->in[0], c->in[3], &p)) return -1;
+    if (qmm_plan(c, c->in[0], c->in[3], &p) || qmm_check_size(c, &p)) return -1;
     tensor_t *y = c->out[0];
     int64_t total = tensor_numel(y);
     int32_t *acc = xmalloc((size_t)total * sizeof *acc + 4);
