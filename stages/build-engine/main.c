@@ -25,6 +25,8 @@ static const char usage[] =
     "      --config FILE            precision config: per-layer constraints, strongly_typed\n"
     "      --layers-out FILE        write the layer report (JSON)\n"
     "      --no-fusion              keep activations as layers of their own\n"
+    "      --no-widen               run float16 tensors of FP16-weight models as float16 (slower,\n"
+    "                               the same values; default: float32 rounded to float16)\n"
     "      --isa LEVEL              avx512, avx2 or generic: cap the kernels' instruction set\n"
     "                               [PARITY_ISA, else the CPU's best]; the same bits at every level\n"
     "      --kernels own|blas       matrix products on parity's kernels (default: the same bits on every\n"
@@ -38,7 +40,7 @@ int main(int argc, char **argv)
 {
     static const struct option longopts[] = {
         {"output", required_argument, 0, 'o'}, {"input-shape", required_argument, 0, 's'},
-        {"precision", required_argument, 0, 'p'}, {"config", required_argument, 0, 'c'}, {"layers-out", required_argument, 0, 'l'}, {"no-fusion", no_argument, 0, 'F'},
+        {"precision", required_argument, 0, 'p'}, {"config", required_argument, 0, 'c'}, {"layers-out", required_argument, 0, 'l'}, {"no-fusion", no_argument, 0, 'F'}, {"no-widen", no_argument, 0, 'W'},
         {"isa", required_argument, 0, 'I'}, {"kernels", required_argument, 0, 'K'},
         {"help", no_argument, 0, 'h'}, {"version", no_argument, 0, 'V'}, {0, 0, 0, 0},
     };
@@ -56,6 +58,7 @@ int main(int argc, char **argv)
         case 'c': o.precision_config = optarg; break;
         case 'l': layers = optarg; break;
         case 'F': o.no_fusion = 1; break;
+        case 'W': o.no_widen = 1; break;
         case 'I': isa = optarg; break;
         case 'K': kernels = optarg; break;
         case 'h': fputs(usage, stdout); return 0;

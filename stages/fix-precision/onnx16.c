@@ -275,7 +275,7 @@ static void retype(typer_t *t, char **fp32, int nf)
 
 
 /* ---- the scale/shift folds of parity's build, carried into the model ----
- * build-engine folds a per-channel Mul/Add after a Conv into its weights in
+ * build-engine folds a per-channel Mul/Add (and a BatchNormalization) after a Conv into its weights in
  * FP32 and rounds the folded weights once (graph/fuse.c); converting the
  * unfolded weights first would round twice. So the typed model gets the
  * folded weights of the searched configuration, and the Mul/Add go. */
@@ -321,6 +321,17 @@ static void set_input(Onnx__NodeProto *n, size_t k, const char *name)
     n->input[k] = xstrdup(name);
 }
 
+/* The Add a Conv took as its residual (graph/fuseres.c): it reads the
+ * residual value, which no weight fold does. */
+static int residual_add(const Onnx__NodeProto *a, const graph_t *bg, const node_t *n)
+{
+    if (!n->residual || strcmp(a->op_type, "Add")) return 0;
+    const char *r = bg->vals[n->in[n->n_in - 1]].name;
+    for (size_t k = 0; k < a->n_input; k++)
+        if (!strcmp(a->input[k], r)) return 1;
+    return 0;
+}
+
 static void carry_folds(Onnx__GraphProto *og, const graph_t *bg)
 {
     for (int i = 0; i < bg->n_nodes; i++) {
@@ -334,7 +345,10 @@ static void carry_folds(Onnx__GraphProto *og, const graph_t *bg)
         for (char *tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
             size_t at;
             Onnx__NodeProto *a = node_named(og, tok, &at);
-            if (!a || a == conv || (strcmp(a->op_type, "Mul") && strcmp(a->op_type, "Add"))) continue;
+            if (!a || a == conv || (strcmp(a->op_type, "Mul") && strcmp(a->op_type, "Add") &&
+                                    strcmp(a->op_type, "BatchNormalization")))
+                continue;
+            if (residual_add(a, bg, n)) continue;   /* the residual stays an Add of the model */
             free(last_out);
             last_out = xstrdup(a->output[0]);
             onnx__node_proto__free_unpacked(a, NULL);

@@ -160,6 +160,34 @@ ok(js_t["layerwise"]["samples"][0]["first_failure"]["layer_index"] == 10 and rc_
    and [r["tensor"] for r in s["rows"] if r.get("order_dependent")] == [out_name(i, ops_k[i]) for i in range(10, N)],
    "rows from the TopK on are order-dependent: a first failure by tolerance, none with --layer-snr-db", out)
 
+# ---- ranked by severity, not position: a slight early failure, a collapse later ------
+# layer 3 loses a little (relative noise 1e-3: about 60 dB, fails the tolerance
+# first); layer 14 collapses (noise 0.5: about 6 dB). The failure to look at
+# first is 14, by its SNR drop; the first in execution order stays 3. The
+# layer report sits where a validation writes it (build/MODEL/engines/), so
+# the fix names the make command.
+eng_dir = path("build", "chainnet", "engines")
+os.makedirs(eng_dir)
+layer_report(os.path.join(eng_dir, "fp16.layers.json"), ops, ["fp16"] * N)
+two = chain(x0, ops, perturb={3: lambda y: (y * (1 + 1e-3 * rng.standard_normal(y.shape))).astype(np.float32),
+                              14: lambda y: (y + 0.5 * rng.standard_normal(y.shape)).astype(np.float32)})
+save_set(path("two"), two)
+rc, js, out = lw(path("two"), path("ref"), os.path.join(eng_dir, "fp16.layers.json"), *tol)
+s = js["layerwise"]["samples"][0]
+wf = s.get("worst_failure") or {}
+ok(rc == 1 and s["first_failure"]["layer_index"] == 3 and wf.get("layer_index") == 14 and wf.get("severity") == "snr drop"
+   and wf.get("snr_drop_db", 0) > 10,
+   "a slight failure at layer 3 and a collapse at 14: first in order 3, worst by severity 14 (drop %.1f dB)"
+   % wf.get("snr_drop_db", 0), out)
+ok(s["cause"].startswith("precision issue in layer /blocks.14/") and "/blocks.3/" in s["evidence"]
+   and "at the outputs: %s" % out_name(N - 1, ops[N - 1]) in s["evidence"],
+   "the cause names layer 14; the evidence names the earlier first failure and the output's SNR", s["diagnosis"])
+ok("`layers: [{match: '/blocks.14/%s', precision: fp32}]`" % ops[14] in s["fix"]
+   and "`make fix-precision MODEL=chainnet PRECISION=fp16`" in s["fix"]
+   and all(k in out for k in ("\ncause: ", "\nevidence: ", "\nfix: ")),
+   "the fix gives the precision config line and the make command; the text has cause, evidence and fix lines",
+   s["fix"])
+
 # ---- different inputs: preprocessing, not the engine -----------------------------------
 x1 = (x0 + 0.01).astype(np.float32)
 save_set(path("other_in"), chain(x1, ops))
@@ -215,6 +243,13 @@ if d32 and d16:
     ok(rc == 1 and "first non-finite: /block/norm1/LayerNorm/sq (Pow)" in out
        and "precision issue (FP16 overflow)" in s["diagnosis"] and "opset >= 17" in s["diagnosis"],
        "nafnet-ln FP16: compare names the LayerNorm's Pow as the first non-finite tensor, an FP16 overflow", out)
+    ok((s.get("worst_failure") or {}).get("layer") == "/block/norm1/LayerNorm/Pow"
+       and s["cause"].startswith("precision issue (FP16 overflow) in layer /block/norm1/LayerNorm/Pow")
+       and "intermediate tensor /block/norm1/LayerNorm/sq (Pow)" in s["evidence"]
+       and "0 NaN/Inf (the non-finite values stay inside the graph)" in s["evidence"]
+       and s["first_failure"]["op"] == "ReduceMean" and "smaller error before it" in s["evidence"],
+       "nafnet-ln FP16: the cause is the Pow (non-finite first), told apart from the earlier ReduceMean's slight "
+       "failure and from the outputs, which hold no NaN/Inf", s["diagnosis"])
     dl = infer(e16, os.path.join(d, "input"), "--dump", "all", "--reference", d32)
     rc, js, out = lw(dl, d32, l16, "--local", "--atol", "1e-3", "--rtol", "1e-2") if dl else (None, None, "")
     s = js["layerwise"]["samples"][0] if js else {}

@@ -129,6 +129,36 @@ static void convert_bf16_checks(void)
     tensor_free_data(&nb);
 }
 
+/* tensor_convert's float16 <-> float32 paths (F16C where the ISA level has
+ * it) against the scalar conversions: all 65,536 half values widened (the
+ * signalling NaNs included), 1M float32 bit patterns narrowed, in pieces of
+ * 1..31 so every vector tail runs. */
+static void convert_f16_checks(void)
+{
+    enum { N = 1 << 20 };
+    static uint16_t h[65536 + 31], nh[N];
+    static float w[65536 + 31], f[N];
+    int bad = 0;
+    for (uint32_t i = 0; i < 65536; i++) h[i] = (uint16_t)i;
+    for (int i = 0, len = 1; i < 65536; i += len, len = len % 31 + 1)
+        f16_widen(h + i, w + i, 65536 - i < len ? 65536 - i : len);
+    for (uint32_t i = 0; i < 65536; i++)
+        if (f32_bits(w[i]) != f32_bits(f16_to_f32((uint16_t)i))) bad++;
+    ok(bad == 0, "all 65,536 float16 values widen in bulk as f16_to_f32, NaN payloads included (%d bad)", bad);
+    uint64_t s = 5;
+    for (int i = 0; i < N; i++) {
+        uint32_t u = next_rand(&s);
+        if (i % 4 == 1) u = (u & 0x807fffffu) | 0x7f800000u;           /* inf and NaNs with payloads */
+        if (i % 4 == 2) u = (u & 0x80000000u) | (0x33000000u + (u % 0x0c000000u));   /* the half range */
+        f[i] = bits_f32(u);
+    }
+    for (int i = 0, len = 1; i < N; i += len, len = len % 31 + 1) f16_narrow(f + i, nh + i, N - i < len ? N - i : len);
+    bad = 0;
+    for (int i = 0; i < N; i++)
+        if (nh[i] != f32_to_f16(f[i])) bad++;
+    ok(bad == 0, "1M float32 bit patterns narrow in bulk as f32_to_f16 (%d bad)", bad);
+}
+
 int main(void)
 {
     int bad = 0;
@@ -180,6 +210,7 @@ int main(void)
     ok(isnan(f32_round_bf16(NAN)) && isinf(f32_round_bf16(INFINITY)) && isnan(f32_round_tf32(NAN)),
        "NaN and inf survive bfloat16 and TF32 rounding");
     at_each_isa(bulk_checks);
+    at_each_isa(convert_f16_checks);
     convert_bf16_checks();
     return done_testing();
 }

@@ -2,7 +2,6 @@
  * non-finite tensors, the local-error ranking and the diagnosis sentence
  * (layerwise.h). The text and JSON renderings are in lwreport.c. */
 #include <math.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include "compare/layerwise.h"
@@ -45,6 +44,17 @@ static void describe_precision(lw_layer_t *l)
     l->reduced = l->half || (l->precision[0] && strcmp(l->precision, "fp32"));
 }
 
+/* Which of the layer's outputs the graph outputs (the report's list). */
+static void mark_graph_outputs(lw_layer_t *l, const json_t *names)
+{
+    l->graph_out = xcalloc((size_t)l->n_out + 1, 1);
+    size_t i;
+    const json_t *v;
+    json_array_foreach(names, i, v)
+        for (int k = 0; k < l->n_out; k++)
+            if (json_is_string(v) && !strcmp(json_string_value(v), l->outs[k])) l->graph_out[k] = 1;
+}
+
 int lw_layers_read(const char *path, lw_layers_t *L, perr_t *e)
 {
     memset(L, 0, sizeof *L);
@@ -59,6 +69,7 @@ int lw_layers_read(const char *path, lw_layers_t *L, perr_t *e)
         L->path = xstrdup(path);
         L->source = jstr(root, "source", "");
         L->precision = jstr(root, "precision", "");
+        L->marks_outputs = json_is_array(json_object_get(root, "graph_outputs"));
         L->l = xcalloc(json_array_size(layers) + 1, sizeof *L->l);
         size_t i;
         const json_t *row;
@@ -71,12 +82,15 @@ int lw_layers_read(const char *path, lw_layers_t *L, perr_t *e)
             l->precision = jstr(row, "precision", "");
             l->storage = jstr(row, "storage", "");
             l->reason = jstr(row, "reason", "");
+            const json_t *oor = json_object_get(row, "out_of_range");
+            l->out_of_range = json_is_string(oor) ? xstrdup(json_string_value(oor)) : NULL;
             describe_precision(l);
             if (!json_is_object(row) || read_names(json_object_get(row, "inputs"), &l->ins, &l->n_in) ||
                 read_names(json_object_get(row, "outputs"), &l->outs, &l->n_out)) {
                 rc = BAD(e, "%s: layers[%zu]: \"inputs\"/\"outputs\" must be lists of tensor names", path, i);
                 break;
             }
+            mark_graph_outputs(l, json_object_get(root, "graph_outputs"));
         }
     }
     json_decref(root);
@@ -98,6 +112,8 @@ void lw_layers_free(lw_layers_t *L)
         free(l->storage);
         free(l->reason);
         free(l->prec);
+        free(l->graph_out);
+        free(l->out_of_range);
     }
     free(L->l);
     free(L->path);
@@ -218,14 +234,14 @@ static int walk(lw_sample_t *s, const lw_layers_t *L, const cmp_set_t *sa, const
 
 /* ---- findings ----------------------------------------------------------------------- */
 
-static int compared(const lw_row_t *r)
+int lw_compared(const lw_row_t *r)
 {
     return r->res.status == RES_PASS || r->res.status == RES_FAIL;
 }
 
-static int new_nonfinite(const lw_row_t *r)
+int lw_new_nonfinite(const lw_row_t *r)
 {
-    return compared(r) && nonfinite(&r->res.st.a) > nonfinite(&r->res.st.b);
+    return lw_compared(r) && nonfinite(&r->res.st.a) > nonfinite(&r->res.st.b);
 }
 
 static void find_firsts(lw_sample_t *s)
@@ -234,8 +250,8 @@ static void find_firsts(lw_sample_t *s)
     for (int i = 0; i < s->n; i++) {
         const lw_row_t *r = &s->rows[i];
         if (s->first_fail < 0 && !r->ordered && (r->res.status == RES_FAIL || r->res.status == RES_SHAPE)) s->first_fail = i;
-        if (s->first_nonfinite < 0 && new_nonfinite(r)) s->first_nonfinite = i;
-        if (s->ref_nonfinite < 0 && compared(r) && nonfinite(&r->res.st.b)) s->ref_nonfinite = i;
+        if (s->first_nonfinite < 0 && lw_new_nonfinite(r)) s->first_nonfinite = i;
+        if (s->ref_nonfinite < 0 && lw_compared(r) && nonfinite(&r->res.st.b)) s->ref_nonfinite = i;
     }
 }
 
@@ -251,7 +267,7 @@ static int cmp_rank(const void *x, const void *y, void *ctx)
 {
     const lw_sample_t *s = ctx;
     const lw_row_t *a = &s->rows[*(const int *)x], *b = &s->rows[*(const int *)y];
-    int na = new_nonfinite(a), nb = new_nonfinite(b);
+    int na = lw_new_nonfinite(a), nb = lw_new_nonfinite(b);
     if (na != nb) return nb - na;
     double sa = snr_key(a), sb = snr_key(b);
     if (sa != sb) return sa < sb ? -1 : 1;
@@ -263,89 +279,8 @@ static void rank_rows(lw_sample_t *s)
     s->rank = xmalloc((size_t)(s->n + 1) * sizeof *s->rank);
     s->n_rank = 0;
     for (int i = 0; i < s->n; i++)
-        if (compared(&s->rows[i]) && s->rows[i].layer >= 0) s->rank[s->n_rank++] = i;
+        if (lw_compared(&s->rows[i]) && s->rows[i].layer >= 0) s->rank[s->n_rank++] = i;
     qsort_r(s->rank, (size_t)s->n_rank, sizeof *s->rank, cmp_rank, s);
-}
-
-static void append(char **buf, size_t *len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void append(char **buf, size_t *len, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    int k = vsnprintf(NULL, 0, fmt, ap);
-    va_end(ap);
-    *buf = xrealloc(*buf, *len + (size_t)k + 1);
-    va_start(ap, fmt);
-    vsnprintf(*buf + *len, (size_t)k + 1, fmt, ap);
-    va_end(ap);
-    *len += (size_t)k;
-}
-
-/* One paragraph a user can act on. */
-static void diagnose(lw_sample_t *s, const lw_layers_t *L, int local)
-{
-    char *d = NULL;
-    size_t n = 0;
-    if (s->ref_nonfinite >= 0 && (s->first_nonfinite < 0 || s->ref_nonfinite <= s->first_nonfinite)) {
-        const lw_row_t *r = &s->rows[s->ref_nonfinite];
-        append(&d, &n, "the reference itself holds NaN/Inf from %s on; fix the reference run first. ", r->res.name);
-    }
-    if (s->first_nonfinite >= 0) {
-        const lw_row_t *r = &s->rows[s->first_nonfinite];
-        const lw_layer_t *l = r->layer >= 0 ? &L->l[r->layer] : NULL;
-        append(&d, &n, "first non-finite: %s (%s)", r->res.name, l ? l->op : "graph input");
-        if (l && l->reduced) {
-            append(&d, &n, " computed in %s", l->prec);
-            if (l->half == 1 && r->res.st.beyond_fp16)
-                append(&d, &n, "; the reference holds %lld values beyond the FP16 range (65504) there: "
-                               "precision issue (FP16 overflow); run layer %s in fp32",
-                       (long long)r->res.st.beyond_fp16, l->name);
-            else
-                append(&d, &n, ": precision issue (%s overflow or invalid operation); run layer %s in fp32", l->prec, l->name);
-            if (strstr(l->name, "LayerNorm") || !strcmp(l->op, "Pow"))
-                append(&d, &n, " (a decomposed LayerNorm: pin its layers to fp32, or export with opset >= 17 "
-                               "LayerNormalization)");
-        }
-        append(&d, &n, ". ");
-    }
-    if (s->first_fail >= 0) {
-        const lw_row_t *r = &s->rows[s->first_fail];
-        const lw_layer_t *l = r->layer >= 0 ? &L->l[r->layer] : NULL;
-        if (!l) {
-            append(&d, &n, "first failing tensor: %s, a graph input: the inputs differ (preprocessing), not the engine. ",
-                   r->res.name);
-        } else {
-            append(&d, &n, "first failing tensor: %s (%s, layer %s, %s)", r->res.name, l->op, l->name,
-                   l->prec[0] ? l->prec : "precision unknown");
-            if (l->reduced)
-                append(&d, &n, ": precision issue: the divergence starts in a layer computed or stored in %s%s%s%s",
-                       l->prec, l->reason[0] ? " (" : "", l->reason, l->reason[0] ? ")" : "");
-            else if (l->precision[0])
-                append(&d, &n, ": the layer runs in fp32, so reduced precision does not explain it here "
-                               "(compare its inputs, or the kernel)");
-            if (r->a_only_input)
-                append(&d, &n, "; its input %s exists in A only (the reference has no such tensor): the difference "
-                               "may enter there", r->a_only_input);
-            append(&d, &n, ". ");
-        }
-    } else if (s->first_nonfinite < 0) {
-        append(&d, &n, "every compared tensor is within tolerance. ");
-    }
-    if (local && s->n_rank) {
-        int shown = 0;
-        for (int i = 0; i < s->n_rank && shown < 10; i++) {
-            const lw_row_t *r = &s->rows[s->rank[i]];
-            const lw_layer_t *l = &L->l[r->layer];
-            if (r->res.status != RES_FAIL || !l->reduced) continue;
-            int dup = 0;
-            for (int j = 0; j < i; j++) dup |= s->rows[s->rank[j]].layer == r->layer && s->rows[s->rank[j]].res.status == RES_FAIL;
-            if (dup) continue;
-            append(&d, &n, "%s%s", shown++ ? ", " : "pin to fp32 first (own error, worst first): ", l->name);
-        }
-        if (shown) append(&d, &n, ". ");
-    }
-    if (n && d[n - 1] == ' ') d[--n] = 0;
-    s->diagnosis = d ? d : xstrdup("");
 }
 
 int lw_run(const cmp_side_t *a, const cmp_side_t *b, const lw_layers_t *L, const cmp_config_t *cfg, int local,
@@ -377,7 +312,7 @@ int lw_run(const cmp_side_t *a, const cmp_side_t *b, const lw_layers_t *L, const
         if (rc) break;
         find_firsts(s);
         if (local) rank_rows(s);
-        diagnose(s, L, local);
+        lw_diagnose(s, L, local);
     }
     cmp_work_free(w);
     free(ia);
@@ -398,6 +333,9 @@ void lw_result_free(lw_result_t *r)
         free(s->rank);
         free(s->sample);
         free(s->diagnosis);
+        free(s->cause);
+        free(s->evidence);
+        free(s->fix);
     }
     free(r->s);
     memset(r, 0, sizeof *r);

@@ -24,10 +24,13 @@ typedef struct lw_layer {
     int reduced;              /* anything but fp32 compute and storage */
     int n_in, n_out;
     char **ins, **outs;
+    char *graph_out;          /* per output: a graph output (the layer report's "graph_output") */
+    char *out_of_range;       /* the layer report's "out_of_range": constants beyond its precision, or NULL */
 } lw_layer_t;
 
 typedef struct lw_layers {
     char *path, *source, *precision;
+    int marks_outputs;        /* the report says which tensors are graph outputs (else: tensors no layer reads) */
     int n;
     lw_layer_t *l;
 } lw_layers_t;
@@ -47,7 +50,13 @@ typedef struct lw_sample {
     char *sample;
     int n;
     lw_row_t *rows;
-    int first_fail;           /* row, -1 when none */
+    int first_fail;           /* row, -1 when none: the first failing tensor in execution order */
+    int worst;                /* row, -1 when none: the failure ranked first by severity (lwdiag.c) */
+    int blame;                /* the layer worst's cause is in: its own, or one before it the reference lacks */
+    const char *severity;     /* of worst: "non-finite", "range" or "snr drop" */
+    double snr_drop;          /* of worst: dB lost between its inputs and its output */
+    int worst_output;         /* row of the graph output with the lowest SNR, -1 when none was dumped */
+    char *cause, *evidence, *fix;   /* the diagnosis in three parts (lwdiag.c) */
     int first_nonfinite;      /* first row where A holds NaN/Inf the reference does not */
     int ref_nonfinite;        /* first row where the reference itself holds NaN/Inf */
     int n_unlisted;           /* dumped tensors the layer report does not name */
@@ -68,6 +77,12 @@ int lw_run(const cmp_side_t *a, const cmp_side_t *b, const lw_layers_t *L, const
 void lw_result_free(lw_result_t *r);
 /* 0 when no row failed, 1 otherwise. */
 int lw_status(const lw_result_t *r);
+
+/* lwdiag.c: ranks the failures by severity and writes the diagnosis
+ * (cause, evidence, fix, and the sentence joining them) into s. */
+void lw_diagnose(lw_sample_t *s, const lw_layers_t *L, int local);
+int lw_new_nonfinite(const lw_row_t *r);
+int lw_compared(const lw_row_t *r);
 
 void lw_text(FILE *f, const lw_result_t *r, const cmp_report_t *hdr);
 json_t *lw_json(const lw_result_t *r);

@@ -67,6 +67,11 @@ void lw_text(FILE *f, const lw_result_t *r, const cmp_report_t *hdr)
         for (int k = 0; k < s->n; k++) text_row(f, r, &s->rows[k]);
         if (s->n_unlisted) fprintf(f, "(%d dumped tensors are not in the layer report)\n", s->n_unlisted);
         text_finding(f, "first failing", r, s, s->first_fail);
+        if (s->worst >= 0 && s->worst != s->first_fail) {
+            char what[64];
+            snprintf(what, sizeof what, "worst failing (%s)", s->severity);
+            text_finding(f, what, r, s, s->worst);
+        }
         text_finding(f, "first non-finite", r, s, s->first_nonfinite);
         text_finding(f, "reference first non-finite", r, s, s->ref_nonfinite);
         if (r->local && s->n_rank) {
@@ -78,6 +83,9 @@ void lw_text(FILE *f, const lw_result_t *r, const cmp_report_t *hdr)
                         r->L->l[x->layer].name, row_op(r, x), row_prec(r, x));
             }
         }
+        if (s->cause[0]) fprintf(f, "cause: %s\n", s->cause);
+        if (s->evidence[0]) fprintf(f, "evidence: %s\n", s->evidence);
+        if (s->fix[0]) fprintf(f, "fix: %s\n", s->fix);
         fprintf(f, "diagnosis: %s\n", s->diagnosis);
     }
     fprintf(f, "%s\n", lw_status(r) == EXIT_PASS ? "PASSED" : "FAILED");
@@ -111,6 +119,16 @@ json_t *lw_json(const lw_result_t *r)
         json_object_set_new(js, "first_nonfinite", finding_json(r, s, s->first_nonfinite));
         json_object_set_new(js, "reference_nonfinite", finding_json(r, s, s->ref_nonfinite));
         json_object_set_new(js, "diagnosis", json_string(s->diagnosis));
+        json_t *worst = finding_json(r, s, s->worst);
+        if (s->worst >= 0) {
+            json_object_set_new(worst, "severity", json_string(s->severity));
+            json_object_set_new(worst, "snr_drop_db", json_num(s->snr_drop));
+        }
+        json_object_set_new(js, "worst_failure", worst);
+        json_object_set_new(js, "worst_output", finding_json(r, s, s->worst_output));
+        json_object_set_new(js, "cause", json_string(s->cause));
+        json_object_set_new(js, "evidence", json_string(s->evidence));
+        json_object_set_new(js, "fix", json_string(s->fix));
         json_object_set_new(js, "unlisted_tensors", json_integer(s->n_unlisted));
         for (int k = 0; k < s->n; k++) {
             const lw_row_t *x = &s->rows[k];

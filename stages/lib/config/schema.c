@@ -11,7 +11,8 @@ const char *const prep_config_keys[] = {
 };
 
 const char *const precision_config_keys[] = {
-    "precision", "constraints", "strongly_typed", "accumulate", "layers", "description", NULL
+    "precision", "constraints", "strongly_typed", "accumulate", "layers", "description",
+    "fold.batchnorm", "fold.scale_bias", "fold.activation", "fold.residual", NULL
 };
 
 const char *const decode_config_keys[] = {

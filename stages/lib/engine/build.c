@@ -1,4 +1,5 @@
 /* build.c — the build-engine pipeline (see build.h). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "engine/build.h"
@@ -34,11 +35,15 @@ graph_t *engine_build(const char *model_path, const build_opts_t *o, engine_meta
     if (hash_model(model_path, m->source_sha256, e)) goto fail;
     g = onnx_load(model_path, e);
     if (!g) goto fail;
+    if (g->resorted)
+        fprintf(stderr, "build-engine: note: %s: nodes not in topological order: %d moved (sorted as ONNX Runtime "
+                        "does; noted in the layer report)\n", model_path, g->resorted);
     for (int i = 0; i < o->n_input_shapes; i++)
         if (graph_set_input_shape(g, o->input_shapes[i], e)) goto fail;
     if (resolve_ops(g, e)) goto fail;
     if (graph_fold(g, MAX_FOLD_BYTES, e) < 0) goto fail;
     graph_remove_dead(g);
+    if (!o->no_widen && graph_widen_half(g, e) < 0) goto fail;
     pp.fuse = !o->no_fusion;
     if (precision_apply(g, &pp, o->quiet_rules ? NULL : stderr, e)) goto fail;
     m->arena_bytes = graph_plan_memory(g);

@@ -14,6 +14,7 @@ typedef struct build_opts {
     int no_fusion;               /* keep every layer separate (debugging) */
     int quiet_rules;             /* no warning for precision rules matching no layer (reduce's
                                     cut models match only some of a config's rules) */
+    int no_widen;                /* keep float16 activations as float16 tensors (graph/widen.c) */
 } build_opts_t;
 
 graph_t *engine_build(const char *model_path, const build_opts_t *o, engine_meta_t *m, perr_t *e);

@@ -58,6 +58,7 @@ static void pack_node(const graph_t *g, const node_t *n, Parity__EngineNode *en,
     en->activation = n->act;
     en->act_a = n->act_a;
     en->act_b = n->act_b;
+    en->has_residual = en->residual = n->residual != 0;
     en->has_n_implicit_inputs = n->n_implicit != 0;
     en->n_implicit_inputs = n->n_implicit;
     en->n_subgraph = n->n_sub;
@@ -291,6 +292,11 @@ static graph_t *unpack_graph(const Parity__Engine *eng, const char *path, perr_t
         n->act_a = en->act_a;
         n->act_b = en->act_b;
         n->n_implicit = en->n_implicit_inputs;
+        n->residual = en->residual;
+        if (n->residual && (n->n_in < 2 || n->n_implicit || n->in[n->n_in - 1] < 0)) {
+            BAD(e, "%s: node '%s': a residual input needs a named last input and no implicit inputs", path, en->name);
+            goto fail_g;
+        }
         n->sub = xcalloc(en->n_subgraph + 1, sizeof *n->sub);
         n->sub_attr = xcalloc(en->n_subgraph + 1, sizeof *n->sub_attr);
         for (size_t k = 0; k < en->n_subgraph; k++) {

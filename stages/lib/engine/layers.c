@@ -57,6 +57,7 @@ static json_t *layer_row(const graph_t *g, int i, int index, const char *path)
         free(s);
     }
     json_object_set_new(row, "fused_from", ff);
+    if (n->range_note) json_object_set_new(row, "out_of_range", json_string(n->range_note));
     return row;
 }
 
@@ -74,6 +75,25 @@ static void add_rows(json_t *layers, const graph_t *g, const char *path)
     }
 }
 
+/* What the build did to the graph that the rows do not show. */
+static void add_notes(json_t *notes, const graph_t *g)
+{
+    if (g->resorted) {
+        char buf[256];
+        snprintf(buf, sizeof buf,
+                 "graph re-sorted: the model's nodes were not in topological order; %d moved (as ONNX Runtime "
+                 "sorts; the file's order kept wherever valid)", g->resorted);
+        json_array_append_new(notes, json_string(buf));
+    }
+    if (g->widened) {
+        char buf[256];
+        snprintf(buf, sizeof buf,
+                 "%d float16 activations carried as float32 rounded to float16 (storage float16): the same values, "
+                 "fused as a GPU engine fuses them (build-engine --no-widen runs them as float16 tensors)", g->widened);
+        json_array_append_new(notes, json_string(buf));
+    }
+}
+
 int layers_write_json(const graph_t *g, const engine_meta_t *m, const char *path, perr_t *e)
 {
     json_t *root = json_object();
@@ -81,6 +101,13 @@ int layers_write_json(const graph_t *g, const engine_meta_t *m, const char *path
     json_object_set_new(root, "source_sha256", json_string(m->source_sha256));
     json_object_set_new(root, "precision", json_string(m->precision ? m->precision : "fp32"));
     json_object_set_new(root, "arena_bytes", json_integer(m->arena_bytes));
+    json_t *notes = json_array();
+    add_notes(notes, g);
+    if (json_array_size(notes)) json_object_set_new(root, "notes", notes);
+    else json_decref(notes);
+    json_t *outs = json_array();
+    for (int i = 0; i < g->n_outputs; i++) json_array_append_new(outs, json_string(g->vals[g->outputs[i]].name));
+    json_object_set_new(root, "graph_outputs", outs);
     json_t *layers = json_array();
     add_rows(layers, g, NULL);
     json_object_set_new(root, "layers", layers);

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "graph/passes.h"
+#include "graph/fuse_int.h"
 
 static int act_kind(const graph_t *g, const node_t *a, float *lo, float *hi)
 {
@@ -76,7 +77,7 @@ static int channel_bias(const graph_t *g, const node_t *conv, const value_t *k, 
 /* Layers fuse when they store the same type and compute alike: equal
  * precisions, or a TF32 GEMM followed by an FP32 layer (TF32 only ever
  * changes the GEMM's operands; its epilogue runs in FP32 on the GPU too). */
-static int same_precision(const node_t *c, const node_t *a)
+int fuse_same_precision(const node_t *c, const node_t *a)
 {
     if (c->storage != a->storage) return 0;
     return c->precision == a->precision || (c->precision == PREC_TF32 && a->precision == PREC_FP32);
@@ -95,7 +96,7 @@ static void note_fused(node_t *c, const node_t *a)
 
 /* The node producing side `side` of two-input node a, when that value has
  * a as its only reader and the other side exists; -1 otherwise. */
-static int sole_producer(const graph_t *g, const node_t *a, int side, const int *readers, const char *drop)
+int fuse_sole_producer(const graph_t *g, const node_t *a, int side, const int *readers, const char *drop)
 {
     int v = a->in[side];
     if (v < 0 || a->in[1 - side] < 0) return -1;
@@ -105,7 +106,7 @@ static int sole_producer(const graph_t *g, const node_t *a, int side, const int 
 }
 
 /* Layer p takes over node i's output; node i is dropped. */
-static void absorb(graph_t *g, int p, int i, char *drop)
+void fuse_absorb(graph_t *g, int p, int i, char *drop)
 {
     node_t *c = &g->nodes[p], *a = &g->nodes[i];
     c->out[0] = a->out[0];
@@ -115,7 +116,7 @@ static void absorb(graph_t *g, int p, int i, char *drop)
 }
 
 /* A new constant holding `count` floats, named after the layer. */
-static float *new_const(graph_t *g, const char *layer, const char *what, int ndim, const int64_t *dims, int *index)
+float *fuse_new_const(graph_t *g, const char *layer, const char *what, int ndim, const int64_t *dims, int *index)
 {
     char name[1024];
     snprintf(name, sizeof name, "%s/%s", layer, what);
@@ -128,20 +129,29 @@ static float *new_const(graph_t *g, const char *layer, const char *what, int ndi
     return g->vals[v].t.data;
 }
 
+void fuse_set_bias(node_t *c, int bias)
+{
+    if (c->n_in < 3) {
+        c->in = xrealloc(c->in, 4 * sizeof *c->in);
+        c->n_in = 3;
+    }
+    c->in[2] = bias;
+}
+
 /* Folds one per-channel Mul (scale) or Add (shift) into the Conv. */
 static int fold_into_conv(graph_t *g, node_t *c, int is_mul, const float *k, int64_t C)
 {
     const value_t *w = &g->vals[c->in[1]];
     const float *old_b = c->n_in > 2 && c->in[2] >= 0 ? g->vals[c->in[2]].t.data : NULL;
     int bi, wi;
-    float *b = new_const(g, c->name, is_mul ? "bias_scaled" : "bias_shifted", 1, &C, &bi);
+    float *b = fuse_new_const(g, c->name, is_mul ? "bias_scaled" : "bias_shifted", 1, &C, &bi);
     if (!b) return -1;
     w = &g->vals[c->in[1]];   /* graph_value may have moved the array */
     old_b = c->n_in > 2 && c->in[2] >= 0 ? g->vals[c->in[2]].t.data : NULL;
     for (int64_t j = 0; j < C; j++) b[j] = is_mul ? (old_b ? old_b[j] * k[j] : 0.0f) : (old_b ? old_b[j] : 0.0f) + k[j];
     if (is_mul) {
         tensor_t wt = w->t;
-        float *nw = new_const(g, c->name, "weight_scaled", wt.ndim, wt.dims, &wi);
+        float *nw = fuse_new_const(g, c->name, "weight_scaled", wt.ndim, wt.dims, &wi);
         if (!nw) return -1;
         const float *ow = g->vals[c->in[1]].t.data;
         int64_t per = tensor_numel(&wt) / C;
@@ -149,11 +159,7 @@ static int fold_into_conv(graph_t *g, node_t *c, int is_mul, const float *k, int
             for (int64_t q = 0; q < per; q++) nw[j * per + q] = ow[j * per + q] * k[j];
         c->in[1] = wi;
     }
-    if (c->n_in < 3) {
-        c->in = xrealloc(c->in, 4 * sizeof *c->in);
-        c->n_in = 3;
-    }
-    c->in[2] = bi;
+    fuse_set_bias(c, bi);
     return 0;
 }
 
@@ -171,15 +177,15 @@ static int fold_affine(graph_t *g, const int *readers, char *drop)
         int is_mul = !strcmp(a->op_type, "Mul");
         if (a->domain[0] || (!is_mul && strcmp(a->op_type, "Add")) || a->n_in != 2 || a->n_out != 1 || drop[i]) continue;
         for (int side = 0; side < 2; side++) {
-            int p = sole_producer(g, a, side, readers, drop), kv = a->in[1 - side];
+            int p = fuse_sole_producer(g, a, side, readers, drop), kv = a->in[1 - side];
             if (p < 0) continue;
             node_t *c = &g->nodes[p];
             if (c->domain[0] || strcmp(c->op_type, "Conv") || c->act || c->n_out != 1 || c->n_in < 2) continue;
-            if (!same_precision(c, a)) continue;
+            if (!fuse_same_precision(c, a)) continue;
             int64_t C;
             if (!channel_bias(g, c, &g->vals[kv], &C)) continue;
             if (fold_into_conv(g, c, is_mul, g->vals[kv].t.data, C)) break;
-            absorb(g, p, i, drop);
+            fuse_absorb(g, p, i, drop);
             folded++;
             break;
         }
@@ -212,16 +218,16 @@ static int fold_matmul_bias(graph_t *g, const int *readers, char *drop)
         node_t *a = &g->nodes[i];
         if (a->domain[0] || strcmp(a->op_type, "Add") || a->n_in != 2 || a->n_out != 1 || drop[i]) continue;
         for (int side = 0; side < 2; side++) {
-            int p = sole_producer(g, a, side, readers, drop), kv = a->in[1 - side];
+            int p = fuse_sole_producer(g, a, side, readers, drop), kv = a->in[1 - side];
             if (p < 0) continue;
             node_t *c = &g->nodes[p];
             if (c->domain[0] || strcmp(c->op_type, "MatMul") || c->act || c->n_in != 2 || c->n_out != 1) continue;
-            if (!same_precision(c, a) || c->storage != DT_FLOAT || a->round_inputs) continue;
+            if (!fuse_same_precision(c, a) || c->storage != DT_FLOAT || a->round_inputs) continue;
             if (!matmul_bias(g, c, &g->vals[a->in[side]], &g->vals[kv])) continue;
             c->in = xrealloc(c->in, 3 * sizeof *c->in);
             c->in[2] = kv;
             c->n_in = 3;
-            absorb(g, p, i, drop);
+            fuse_absorb(g, p, i, drop);
             folded++;
             break;
         }
@@ -260,11 +266,11 @@ static int fuse_silu(graph_t *g, const int *readers, char *drop)
             node_t *s = &g->nodes[si], *c = &g->nodes[p];
             if (s->domain[0] || strcmp(s->op_type, "Sigmoid") || s->n_in != 1 || s->in[0] != v) continue;
             if (!(fusable_producer(c) || silu_producer(c)) || c->n_out != 1 || c->out[0] != v) continue;
-            if (c->storage != DT_FLOAT || !same_precision(c, s) || !same_precision(c, m) || m->round_inputs) continue;
+            if (c->storage != DT_FLOAT || !fuse_same_precision(c, s) || !fuse_same_precision(c, m) || m->round_inputs) continue;
             c->act = ACT_SILU;
             note_fused(c, s);
             drop[si] = 1;
-            absorb(g, p, i, drop);
+            fuse_absorb(g, p, i, drop);
             fused++;
             break;
         }
@@ -297,27 +303,47 @@ static int *count_readers(const graph_t *g)
     return readers;
 }
 
+/* Drops the nodes fused so far and recounts readers for the next pass. */
+static void next_round(graph_t *g, int **readers, char **drop)
+{
+    compact(g, *drop);
+    free(*readers);
+    free(*drop);
+    *readers = count_readers(g);
+    *drop = xcalloc(g->n_nodes + 1, 1);
+}
+
 int graph_fuse_activations(graph_t *g)
+{
+    return graph_fuse(g, FOLD_ALL);
+}
+
+int graph_fuse(graph_t *g, unsigned folds)
 {
     graph_index(g);
     int *readers = count_readers(g);
     char *drop = xcalloc(g->n_nodes + 1, 1);
-    int fused = fold_affine(g, readers, drop);
-    fused += fold_matmul_bias(g, readers, drop);
-    fused += fuse_silu(g, readers, drop);
-    compact(g, drop);
-    free(readers);
-    free(drop);
-    readers = count_readers(g);
-    drop = xcalloc(g->n_nodes + 1, 1);
-    for (int i = 0; i < g->n_nodes; i++) {
+    int fused = 0;
+    if (folds & FOLD_BATCHNORM) {
+        fused += fold_batchnorm(g, readers, drop);
+        next_round(g, &readers, &drop);
+    }
+    if (folds & FOLD_SCALE_BIAS) fused += fold_affine(g, readers, drop);
+    if (folds & FOLD_SCALE_BIAS) fused += fold_matmul_bias(g, readers, drop);
+    if (folds & FOLD_ACTIVATION) fused += fuse_silu(g, readers, drop);
+    next_round(g, &readers, &drop);
+    if (folds & FOLD_RESIDUAL) {
+        fused += fold_residual(g, readers, drop);
+        next_round(g, &readers, &drop);
+    }
+    for (int i = 0; i < g->n_nodes && (folds & FOLD_ACTIVATION); i++) {
         node_t *a = &g->nodes[i];
         if (a->n_in < 1 || a->in[0] < 0 || a->n_out != 1 || a->out[0] < 0) continue;
         int v = a->in[0], p = g->vals[v].producer;
         if (p < 0 || drop[p] || readers[v] != 1 || g->vals[v].is_output) continue;
         node_t *c = &g->nodes[p];
         if (!fusable_producer(c) || c->n_out != 1 || c->out[0] != v) continue;
-        if (!same_precision(c, a)) continue;
+        if (!fuse_same_precision(c, a)) continue;
         if (g->vals[v].t.dtype != DT_FLOAT) continue;
         float lo = 0, hi = 0;
         int kind = act_kind(g, a, &lo, &hi);

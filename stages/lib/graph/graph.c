@@ -49,7 +49,7 @@ void node_free(node_t *n)
 {
     free(n->name); free(n->op_type); free(n->domain);
     free(n->in); free(n->out); free(n->attr);
-    free(n->reason); free(n->fused_from);
+    free(n->reason); free(n->fused_from); free(n->range_note);
     for (int k = 0; k < n->n_sub; k++) {
         graph_free(n->sub[k]);
         free(n->sub_attr[k]);

@@ -33,6 +33,7 @@ typedef struct value {
     int last_use;        /* index of the last node reading it, -1 if none */
     int is_output;
     int64_t offset;      /* arena offset from memory planning, -1 = dynamic */
+    dtype_t half_typed;  /* the model's half type of a value carried as float32 (widen.c); build only */
 } value_t;
 
 typedef struct node {
@@ -53,10 +54,16 @@ typedef struct node {
     uint64_t round_inputs;         /* bit i: round input i to the compute precision
                                       (the cast at a precision boundary) */
     char *fused_from;              /* comma-separated original node names */
+    dtype_t model_storage;         /* the model's half type of its float outputs when the build
+                                      carries them as float32 (widen.c); build only */
+    char *range_note;              /* float32 constants this layer reads beyond its precision's
+                                      range (precision/range.c; layer report only, not in the engine) */
     /* an activation fused into this layer's output (fuse.c): applied in
      * float32 before the storage rounding, as a GPU engine's fused epilogue */
     int act;                       /* ACT_NONE, ACT_RELU, ACT_CLIP, ACT_LEAKY, ACT_SIGMOID, ACT_SILU */
     float act_a, act_b;            /* clip min/max, leaky alpha */
+    int residual;                  /* a residual Add fused into this Conv (fuse.c): its last input is
+                                      added to the output in float32, before the activation */
     /* control flow (If, Loop, Scan): the subgraphs of its graph attributes,
      * and how many of in[] are implicit: the outer values the subgraphs read
      * (captures), appended after the node's own inputs so liveness and the
@@ -88,6 +95,8 @@ typedef struct graph {
      * (equal to n_inputs in a top-level graph) */
     int n_formal_inputs;
     const struct graph *parent;    /* the enclosing graph while loading */
+    int resorted;        /* nodes the loader moved to sort the graph (toposort.c) */
+    int widened;         /* float16 activations carried as float32 (widen.c) */
 } graph_t;
 
 graph_t *graph_new(const char *source);
@@ -106,6 +115,12 @@ void node_free(node_t *n);
 struct graph *node_sub(const node_t *n, const char *attr);
 /* Recomputes producer / last_use / is_output from the node list. */
 void graph_index(graph_t *g);
+/* toposort.c: orders the nodes so each follows the producers of what it
+ * reads, keeping the file's order wherever it is already valid (stable,
+ * deterministic). Returns how many nodes moved (also in g->resorted), or
+ * -1 with an error naming a missing input, a write to an input or
+ * constant, or a cycle. */
+int graph_toposort(graph_t *g, perr_t *e);
 /* Removes nodes whose outputs nobody reads (dead-node removal); returns count. */
 int graph_remove_dead(graph_t *g);
 

@@ -17,6 +17,12 @@ int graph_fold(graph_t *g, int64_t max_fold_bytes, perr_t *e);
  * a constant condition is replaced by its branch (returns 1: node i is now
  * the branch's first node). 0 otherwise, -1 on error. */
 int graph_fold_control(graph_t *g, int i, int64_t max_fold_bytes, perr_t *e);
+/* widen.c: a graph whose float16 (bfloat16) tensors come from float16
+ * weights and Casts of float32 inputs carries them as float32 values
+ * rounded to that type (the layers' storage), so layers fuse and nothing is
+ * widened per run; the same values. Returns how many activations changed
+ * type (0: left as it is), -1 on error. */
+int graph_widen_half(graph_t *g, perr_t *e);
 /* Liveness-based memory plan: assigns arena offsets to static-shaped
  * activations so values whose lifetimes do not overlap share memory.
  * Returns the arena size in bytes. */
@@ -24,5 +30,13 @@ int64_t graph_plan_memory(graph_t *g);
 /* Fuses Relu/Clip/LeakyRelu/Sigmoid into the Conv/ConvTranspose/Gemm that
  * feeds only them (after precision assignment); returns the count. */
 int graph_fuse_activations(graph_t *g);
+/* The folds a deploy engine does at build time, each of which a precision
+ * config may turn off (fold: {batchnorm: false}; docs/precision.md):
+ * BatchNormalization into the Conv/ConvTranspose/Gemm before it (in
+ * float32, before weights are cast), per-channel scale/bias Mul/Add into a
+ * Conv and bias Add into a MatMul, activations into their producer, a
+ * residual Add into the Conv before it. */
+enum { FOLD_BATCHNORM = 1, FOLD_SCALE_BIAS = 2, FOLD_ACTIVATION = 4, FOLD_RESIDUAL = 8, FOLD_ALL = 15 };
+int graph_fuse(graph_t *g, unsigned folds);
 
 #endif

@@ -475,30 +475,10 @@ static graph_t *load_subgraph(load_ctx_t *L, const Onnx__GraphProto *gp, const c
     return g;
 }
 
+/* ONNX Runtime sorts the graphs it loads; so does parity (graph/toposort.c). */
 static int check_topology(load_ctx_t *L)
 {
-    graph_t *g = L->g;
-    char *ready = xcalloc(g->n_vals + 1, 1);
-    for (int i = 0; i < g->n_vals; i++)
-        if (g->vals[i].kind != VAL_ACTIVATION) ready[i] = 1;
-    int rc = 0;
-    for (int i = 0; i < g->n_nodes && !rc; i++) {
-        node_t *n = &g->nodes[i];
-        for (int k = 0; k < n->n_in && !rc; k++)
-            if (n->in[k] >= 0 && !ready[n->in[k]])
-                rc = BAD(L->e, "%s: node '%s' (%s) reads '%s', which no earlier node produces (graph not topologically sorted, or a missing input)",
-                         L->path, n->name, n->op_type, g->vals[n->in[k]].name);
-        for (int k = 0; k < n->n_out; k++)
-            if (n->out[k] >= 0) {
-                if (g->vals[n->out[k]].kind != VAL_ACTIVATION || g->vals[n->out[k]].producer >= 0)
-                    if (g->vals[n->out[k]].kind != VAL_ACTIVATION)
-                        rc = rc ? rc : BAD(L->e, "%s: node '%s' writes '%s', which is an input or constant",
-                                           L->path, n->name, g->vals[n->out[k]].name);
-                ready[n->out[k]] = 1;
-            }
-    }
-    free(ready);
-    return rc;
+    return graph_toposort(L->g, L->e) < 0 ? -1 : 0;
 }
 
 graph_t *onnx_load(const char *path, perr_t *e)

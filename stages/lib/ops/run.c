@@ -137,6 +137,28 @@ static void apply_activation(const node_t *n, float *x, int64_t count)
     pool_for((count + ACT_BLOCK - 1) / ACT_BLOCK, act_block, &j);
 }
 
+/* y += r, elementwise in float32 (the residual Add a GPU engine runs in
+ * the convolution's epilogue), a block per task. */
+typedef struct res_job { float *y; const float *r; int64_t count; } res_job_t;
+
+static void res_block(void *ctx, int64_t t)
+{
+    const res_job_t *j = ctx;
+    int64_t s = t * ACT_BLOCK, len = j->count - s < ACT_BLOCK ? j->count - s : ACT_BLOCK;
+    for (int64_t i = s; i < s + len; i++) j->y[i] = j->y[i] + j->r[i];
+}
+
+static int add_residual(const node_t *n, const tensor_t *r, tensor_t *y, perr_t *e)
+{
+    if (!r || !y || r->dtype != DT_FLOAT || y->dtype != DT_FLOAT || tensor_numel(r) != tensor_numel(y))
+        return BAD(e, "node '%s' (%s): the fused residual does not match the output (%s, %lld values for %lld)",
+                   n->name, n->op_type, r ? dtype_name(r->dtype) : "none", r ? (long long)tensor_numel(r) : 0LL,
+                   y ? (long long)tensor_numel(y) : 0LL);
+    res_job_t j = {y->data, r->data, tensor_numel(y)};
+    pool_for((j.count + ACT_BLOCK - 1) / ACT_BLOCK, res_block, &j);
+    return 0;
+}
+
 int node_run(const node_t *n, const tensor_t *const *in, tensor_t **out, int threads,
              scratch_pool_t *pool, void **cache, perr_t *e)
 {
@@ -182,7 +204,16 @@ int node_run(const node_t *n, const tensor_t *const *in, tensor_t **out, int thr
         }
         tensor_free_data(out[i]);
     }
-    op_ctx_t c = {.node = n, .n_in = n->n_in, .in = args, .n_out = n->n_out, .out = out,
+    /* a fused residual: the kernel sees its own inputs and no activation;
+     * the residual and then the activation are applied here */
+    node_t bare;
+    const node_t *kn = n;
+    if (n->residual) {
+        bare = *n;
+        bare.act = ACT_NONE;
+        kn = &bare;
+    }
+    op_ctx_t c = {.node = kn, .n_in = n->n_in - (n->residual != 0), .in = args, .n_out = n->n_out, .out = out,
                   .threads = threads, .err = e, .scratch = scratch_get, .scratch_owner = pool, .cache = cache};
     rc = n->op->shape(&c);
     if (rc == OP_DYNAMIC)
@@ -202,7 +233,10 @@ int node_run(const node_t *n, const tensor_t *const *in, tensor_t **out, int thr
     if (pool) pool->used = 0;
     rc = n->op->run(&c);
     if (rc) goto done;
-    if (n->act && !c.act_done && out[0] && out[0]->dtype == DT_FLOAT) apply_activation(n, out[0]->data, tensor_numel(out[0]));
+    if (n->residual && (rc = add_residual(n, args[n->n_in - 1], out[0], e))) goto done;
+    /* (act_done of a residual layer's kernel speaks of the bare node's: none) */
+    int act_done = c.act_done && !n->residual;
+    if (n->act && !act_done && out[0] && out[0]->dtype == DT_FLOAT) apply_activation(n, out[0]->data, tensor_numel(out[0]));
     for (int i = 0; i < n->n_out; i++) {
         tensor_t *o = out[i];
         if (!o || o->dtype != DT_FLOAT) continue;

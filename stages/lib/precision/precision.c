@@ -84,9 +84,30 @@ static int load_rule(precision_policy_t *pp, const cfg_node_t *item, perr_t *e)
     return 0;
 }
 
+/* fold: {batchnorm: B, scale_bias: B, activation: B, residual: B}: each build-time fold
+ * a deploy engine does may be turned off (all on by default). */
+static int load_folds(precision_policy_t *pp, const config_t *c, perr_t *e)
+{
+    static const char *const keys[] = {"fold.batchnorm", "fold.scale_bias", "fold.activation", "fold.residual"};
+    static const unsigned bits[] = {FOLD_BATCHNORM, FOLD_SCALE_BIAS, FOLD_ACTIVATION, FOLD_RESIDUAL};
+    const cfg_node_t *f = config_get(c, "fold");
+    if (f && f->kind != CFG_MAP) {
+        char where[256];
+        return BAD(e, "%s: fold: expected a mapping such as {batchnorm: false}", cfg_node_where(f, where, sizeof where));
+    }
+    for (int i = 0; i < 4; i++) {
+        int on;
+        int r = config_bool(c, keys[i], &on, e);
+        if (r < 0) return -1;
+        if (r == 1 && !on) pp->folds &= ~bits[i];
+    }
+    return 0;
+}
+
 int precision_policy_load(precision_policy_t *pp, const char *path, const char *cli_precision, perr_t *e)
 {
     memset(pp, 0, sizeof *pp);
+    pp->folds = FOLD_ALL;
     pp->constraints = CONSTRAINTS_OBEY;
     pp->source = xstrdup(path ? path : "");
     if (path) {
@@ -104,6 +125,7 @@ int precision_policy_load(precision_policy_t *pp, const char *path, const char *
         if (!rc && config_enum(c, "accumulate", accumulate_names, &idx, e) == 1) pp->accumulate_fp16 = idx == 1;
         else if (e->code) rc = -1;
         if (!rc && config_bool(c, "strongly_typed", &pp->strongly_typed, e) < 0) rc = -1;
+        if (!rc) rc = load_folds(pp, c, e);
         const cfg_node_t *layers = rc ? NULL : config_get(c, "layers");
         if (layers && layers->kind != CFG_SEQ) {
             char where[256];
@@ -204,6 +226,9 @@ static int needs_rounding(const graph_t *g, const node_t *n, int k, int v)
     if (n->precision == PREC_FP32) return 0;
     const value_t *val = &g->vals[v];
     if (val->t.dtype != DT_FLOAT && val->t.dtype != DT_UNDEFINED) return 0;
+    /* a value the model types as half (carried as float32, graph/widen.c)
+     * is not rounded further, as when it ran as a half tensor */
+    if (val->half_typed) return 0;
     /* TF32 rounds the two multiplied operands; a bias is added in fp32 */
     if (n->precision == PREC_TF32) return k < 2;
     /* fp16/bf16: values already stored in that type need nothing */
@@ -242,13 +267,31 @@ static void mark_boundaries(graph_t *g)
     free(want);
 }
 
+/* A layer whose float outputs the model types as half stores them in that
+ * type whatever its compute precision, as the executor narrows them: the
+ * storage column then says what the tensors hold. */
+static void keep_model_storage(const graph_t *g, node_t *n)
+{
+    dtype_t half = n->model_storage;
+    for (int k = 0; k < n->n_out && !half; k++)
+        if (n->out[k] >= 0 && (g->vals[n->out[k]].t.dtype == DT_FLOAT16 || g->vals[n->out[k]].t.dtype == DT_BFLOAT16))
+            half = g->vals[n->out[k]].t.dtype;
+    if (!half || half == n->storage) return;
+    n->storage = half;
+    size_t l = strlen(n->reason) + 64;
+    char *r = xmalloc(l);
+    snprintf(r, l, "%s; stores %s, the model's type", n->reason, dtype_name(half));
+    free(n->reason);
+    n->reason = r;
+}
+
 /* One graph, then the subgraphs of its control-flow nodes (their layers
  * are named by subgraph path, so the rules' globs reach inside). */
-static void apply_graph(graph_t *g, const precision_policy_t *pp, precision_rule_t *rules)
+static void apply_graph(graph_t *g, const precision_policy_t *pp, precision_rule_t *rules, FILE *warn, int *found)
 {
     for (int i = 0; i < g->n_nodes; i++) {
         node_t *n = &g->nodes[i];
-        for (int k = 0; k < n->n_sub; k++) apply_graph(n->sub[k], pp, rules);
+        for (int k = 0; k < n->n_sub; k++) apply_graph(n->sub[k], pp, rules, warn, found);
         if (!produces_float(g, n)) {
             n->precision = PREC_FP32;
             n->storage = DT_FLOAT;
@@ -258,16 +301,19 @@ static void apply_graph(graph_t *g, const precision_policy_t *pp, precision_rule
         if (pp->strongly_typed) {
             /* the model's own types decide: FLOAT16 tensors are half, Casts are exact */
             n->precision = PREC_FP32;
-            dtype_t out = n->out[0] >= 0 ? g->vals[n->out[0]].t.dtype : DT_FLOAT;
+            dtype_t out = n->model_storage ? n->model_storage : n->out[0] >= 0 ? g->vals[n->out[0]].t.dtype : DT_FLOAT;
             n->storage = out == DT_FLOAT16 || out == DT_BFLOAT16 ? out : DT_FLOAT;
             set_reason(n, "strongly typed: computes in its tensors' types (%s)%s", dtype_name(n->storage), "");
             continue;
         }
         choose_precision(n, pp, rules);
+        keep_model_storage(g, n);
     }
     /* fusion sees each layer's precision (only equal ones fuse) and comes
      * before the boundary rounding, so folded weights are rounded once */
-    if (pp->fuse) graph_fuse_activations(g);
+    if (pp->fuse) graph_fuse(g, pp->folds);
+    /* after the folds (what the engine casts), before constants are rounded */
+    if (!pp->strongly_typed) *found += precision_check_range(g, warn, *found);
     if (!pp->strongly_typed) mark_boundaries(g);
 }
 
@@ -275,7 +321,11 @@ int precision_apply(graph_t *g, const precision_policy_t *pp, FILE *warn, perr_t
 {
     precision_rule_t *rules = pp->rules;
     for (int r = 0; r < pp->n_rules; r++) rules[r].matched = 0;
-    apply_graph(g, pp, rules);
+    int found = 0;
+    apply_graph(g, pp, rules, warn, &found);
+    if (warn && found > RANGE_SHOWN)
+        fprintf(warn, "build-engine: warning: %d more layers read constants beyond their precision's range "
+                      "(out_of_range in the layer report)\n", found - RANGE_SHOWN);
     for (int r = 0; r < pp->n_rules && warn && !pp->strongly_typed; r++)
         if (!rules[r].matched)
             fprintf(warn, "build-engine: warning: %s: rule '%s' matches no layer\n", rules[r].where,

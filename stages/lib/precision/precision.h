@@ -29,6 +29,7 @@ typedef struct precision_policy {
     int n_rules;
     char *source;          /* config file, or "" */
     int fuse;              /* fuse layers (graph/fuse.c) once precisions are chosen */
+    unsigned folds;        /* which build-time folds run (FOLD_* of graph/passes.h; config key fold:) */
 } precision_policy_t;
 
 /* Loads a precision config (path may be NULL); cli_precision, when given,
@@ -38,5 +39,12 @@ void precision_policy_free(precision_policy_t *pp);
 /* Assigns precision, storage, reason and boundary rounding to every node;
  * warns on `warn` (if not NULL) about rules that match no layer. */
 int precision_apply(graph_t *g, const precision_policy_t *pp, FILE *warn, perr_t *e);
+
+/* range.c: notes on each layer of g (node->range_note; not its subgraphs)
+ * the float32 constants it reads that lie beyond its precision's range
+ * (FP16 65504, BF16 3.39e38) and prints them on warn while fewer than
+ * RANGE_SHOWN were shown before (shown); returns how many layers have one. */
+#define RANGE_SHOWN 5
+int precision_check_range(graph_t *g, FILE *warn, int shown);
 
 #endif

@@ -134,6 +134,14 @@ int tensor_convert(const tensor_t *src, tensor_t *dst, perr_t *e)
         bf16_widen(src->data, dst->data, n);
         return 0;
     }
+    if (st == DT_FLOAT16 && dt == DT_FLOAT) {
+        f16_widen(src->data, dst->data, n);
+        return 0;
+    }
+    if (st == DT_FLOAT && dt == DT_FLOAT16) {
+        f16_narrow(src->data, dst->data, n);
+        return 0;
+    }
     if (st == DT_FLOAT && dt == DT_BFLOAT16) {
         bf16_narrow(src->data, dst->data, n);
         return 0;

@@ -24,6 +24,9 @@ void round_f16_copy(float *y, const float *x, int64_t n);
 void round_bf16_copy(float *y, const float *x, int64_t n);
 void round_tf32_copy(float *y, const float *x, int64_t n);
 void round_f16_inplace(float *x, int64_t n);
+/* Whole arrays float16 <-> float32, the bits of f16_to_f32 / f32_to_f16. */
+void f16_widen(const uint16_t *s, float *d, int64_t n);
+void f16_narrow(const float *s, uint16_t *d, int64_t n);
 void round_bf16_inplace(float *x, int64_t n);
 void round_tf32_inplace(float *x, int64_t n);
 

@@ -1,0 +1,133 @@
+#!/usr/bin/python3
+# Integer kernels of dynamically quantized models (ops/qlinear.c) against
+# numpy's int64 arithmetic and ONNX Runtime (onnxruntime-node), exactly
+# (int32 results): ConvInteger with strides, dilations, groups, asymmetric
+# pads, zero points per tensor and per output channel (numpy only there: ORT's
+# CPU ConvInteger refuses per-channel zero points), uint8 and int8 weights; MatMulInteger with batch
+# broadcasting; and a DynamicQuantizeLinear -> ConvInteger -> Cast -> Mul
+# chain as onnxruntime's quantize_dynamic writes it (float32 output, agreeing
+# within float32 rounding of ORT's: the same integer sums, one scale product).
+# Thread count does not change a bit.
+import os
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+sys.path.insert(0, os.path.dirname(__file__))
+from tap import ok, done, run
+from backend_lib import run_backend, read_set, write_set, tmpdir, ort_available
+
+tmp = tmpdir("engine-qint")
+rng = np.random.default_rng(21)
+
+
+def both(tag, model, inputs, threads=(1,)):
+    path = os.path.join(tmp, tag + ".onnx")
+    onnx.save(model, path)
+    d = os.path.join(tmp, tag + ".in")
+    write_set(d, inputs)
+    eng = os.path.join(tmp, tag + ".engine")
+    rc, _, err = run("build-engine", path, "-o", eng)
+    res = []
+    for t in threads:
+        out = os.path.join(tmp, "%s.p%d" % (tag, t))
+        rc2, _, err2 = run("infer", eng, "-i", d, "-o", out, "--threads", t) if rc == 0 else (rc, "", err)
+        res.append(read_set(out) if rc2 == 0 else None)
+        err += err2
+    out = os.path.join(tmp, tag + ".ort")
+    rc3, _, err3 = run_backend("onnxruntime", "run", "--model", path, "--input", d, "--output", out)
+    return res, (read_set(out) if rc3 == 0 else None), err + err3
+
+
+if not ort_available():
+    ok(False, "onnxruntime-node is installed (node_modules/onnxruntime-node)", "run tools/deps.sh")
+    done()
+
+def conv_int(x, w, xzp, wzp, strides=(1, 1), pads=(0, 0, 0, 0), dilations=(1, 1), group=1, **_):
+    """ConvInteger in int64: padding holds the zero point (0 once subtracted)."""
+    xd = x.astype(np.int64) - np.int64(xzp)
+    wd = w.astype(np.int64) - np.asarray(wzp, np.int64).reshape(-1, 1, 1, 1)
+    xp = np.pad(xd, ((0, 0), (0, 0), (pads[0], pads[2]), (pads[1], pads[3])))
+    n, cin, h, wi = xp.shape
+    cout, cg, kh, kw = wd.shape
+    oh = (h - dilations[0] * (kh - 1) - 1) // strides[0] + 1
+    ow = (wi - dilations[1] * (kw - 1) - 1) // strides[1] + 1
+    y = np.zeros((n, cout, oh, ow), np.int64)
+    mg = cout // group
+    for i in range(kh):
+        for j in range(kw):
+            tap = xp[:, :, i * dilations[0]: i * dilations[0] + strides[0] * (oh - 1) + 1: strides[0],
+                     j * dilations[1]: j * dilations[1] + strides[1] * (ow - 1) + 1: strides[1]]
+            for gi in range(group):
+                y[:, gi * mg:(gi + 1) * mg] += np.einsum("nchw,oc->nohw", tap[:, gi * cg:(gi + 1) * cg],
+                                                         wd[gi * mg:(gi + 1) * mg, :, i, j])
+    return y.astype(np.int32)
+
+
+cases = [
+    ("3x3 pads 1", dict(pads=[1, 1, 1, 1]), 8, 6, 1, np.uint8, False),
+    ("stride 2, asymmetric pads", dict(strides=[2, 2], pads=[0, 1, 2, 1]), 5, 7, 1, np.uint8, True),
+    ("dilation 2, group 2", dict(dilations=[2, 2], group=2, pads=[2, 2, 2, 2]), 6, 4, 2, np.int8, False),
+    ("depthwise, stride 3", dict(group=6, strides=[3, 1], pads=[1, 0, 1, 0]), 6, 6, 6, np.uint8, True),
+]
+for name, attrs, cin, cout, group, wt, per_channel in cases:
+    x = rng.integers(0, 256, (2, cin, 11, 13), dtype=np.uint8)
+    info = np.iinfo(wt)
+    w = rng.integers(info.min, info.max + 1, (cout, cin // group, 3, 3)).astype(wt)
+    xzp = np.array(rng.integers(0, 256), np.uint8)
+    wzp = (rng.integers(info.min, info.max + 1, cout) if per_channel else np.array(rng.integers(info.min, 10))).astype(wt)
+    g = helper.make_graph([helper.make_node("ConvInteger", ["x", "w", "xzp", "wzp"], ["y"], kernel_shape=[3, 3], **attrs)],
+                          "ci", [helper.make_tensor_value_info("x", TensorProto.UINT8, list(x.shape))],
+                          [helper.make_tensor_value_info("y", TensorProto.INT32, None)],
+                          initializer=[numpy_helper.from_array(w, "w"), numpy_helper.from_array(xzp, "xzp"),
+                                       numpy_helper.from_array(wzp, "wzp")])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 7
+    (p1, p2), o, err = both("ci%d" % len(os.listdir(tmp)), m, {"x": x}, threads=(1, 2))
+    want = conv_int(x, w, xzp, wzp, **attrs)
+    good = p1 is not None and p2 is not None and p1["y"].dtype == np.int32 and np.array_equal(p1["y"], want) \
+        and np.array_equal(p1["y"], p2["y"]) and (per_channel or (o is not None and np.array_equal(p1["y"], o["y"])))
+    ok(good, "ConvInteger %s (%s weights, zero point per %s): equal to numpy's int64 sums%s, 1 and 2 threads alike"
+       % (name, np.dtype(wt).name, "channel" if per_channel else "tensor", "" if per_channel else " and onnxruntime"),
+       err if not good else "")
+
+a = rng.integers(0, 256, (2, 3, 5, 17), dtype=np.uint8)
+b = rng.integers(-128, 128, (3, 17, 9)).astype(np.int8)
+g = helper.make_graph([helper.make_node("MatMulInteger", ["a", "b", "azp", "bzp"], ["y"])], "mmi",
+                      [helper.make_tensor_value_info("a", TensorProto.UINT8, list(a.shape))],
+                      [helper.make_tensor_value_info("y", TensorProto.INT32, None)],
+                      initializer=[numpy_helper.from_array(b, "b"), numpy_helper.from_array(np.array(131, np.uint8), "azp"),
+                                   numpy_helper.from_array(np.array(-3, np.int8), "bzp")])
+m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+m.ir_version = 7
+(p1, p2), o, err = both("mmi", m, {"a": a}, threads=(1, 2))
+want = np.matmul(a.astype(np.int64) - 131, b.astype(np.int64) + 3).astype(np.int32)
+ok(p1 is not None and o is not None and np.array_equal(p1["y"], o["y"]) and np.array_equal(p1["y"], want)
+   and np.array_equal(p1["y"], p2["y"]),
+   "MatMulInteger with batch broadcasting: equal to onnxruntime and to numpy's int64 product", err)
+
+# DynamicQuantizeLinear -> ConvInteger -> Cast -> Mul(scales), as quantize_dynamic writes it
+w = rng.standard_normal((8, 4, 3, 3)).astype(np.float32)
+ws = np.float32(np.abs(w).max() / 127)
+wq = np.clip(np.rint(w / ws), -127, 127).astype(np.int8)
+nodes = [helper.make_node("DynamicQuantizeLinear", ["x"], ["xq", "xs", "xz"]),
+         helper.make_node("ConvInteger", ["xq", "wq", "xz", "wz"], ["acc"], pads=[1, 1, 1, 1]),
+         helper.make_node("Cast", ["acc"], ["accf"], to=TensorProto.FLOAT),
+         helper.make_node("Mul", ["xs", "ws"], ["s"]),
+         helper.make_node("Mul", ["accf", "s"], ["y"])]
+g = helper.make_graph(nodes, "dq", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 9, 9])],
+                      [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8, 9, 9])],
+                      initializer=[numpy_helper.from_array(wq, "wq"), numpy_helper.from_array(np.array(0, np.int8), "wz"),
+                                   numpy_helper.from_array(np.array(ws, np.float32), "ws")])
+m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+m.ir_version = 7
+x = rng.standard_normal((1, 4, 9, 9)).astype(np.float32)
+(p1,), o, err = both("dq", m, {"x": x})
+# each output is float(int32 sum) * s: one float32 rounding of the conversion (sums below 2^24 are exact)
+# and one of the product, on both sides
+good = p1 is not None and o is not None and np.allclose(p1["y"], o["y"], rtol=2 * 2.0 ** -24, atol=0)
+ok(good, "DynamicQuantizeLinear -> ConvInteger -> scale: onnxruntime's result within one float32 rounding",
+   err if not good or p1 is None else "max diff %g" % np.abs(p1["y"] - o["y"]).max())
+done()
