@@ -45,6 +45,7 @@ typedef struct coco_decode_opts {
     int64_t top_k;
     int64_t *label_map;      /* NULL: identity */
     int64_t nlabel_map;
+    char *label_src;         /* where the label map was set ("FILE:LINE:COL", "--label-map"), for messages */
     char *meta_dir;          /* NULL: the outputs folder */
 } coco_decode_opts_t;
 
