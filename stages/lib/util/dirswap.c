@@ -4,7 +4,6 @@
  * behind; and removing this process's own staging names when SIGTERM,
  * SIGINT or SIGHUP stops it (SIGKILL cannot be caught: the sweep of the
  * rerun removes those). */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
