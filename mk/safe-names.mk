@@ -53,7 +53,10 @@ safe_has_ctl = $(or $(findstring $(safe_nl),$(1)),$(findstring $(safe_tab),$(1))
 safe_user   = $(filter command line environment environment override,$(origin $(1)))
 safe_cmd    = $(filter command line,$(origin $(1)))
 safe_fixed  = $(eval override $(1) := $$(value $(1)))$(eval export $(1))
-safe_refuse = $(error $(1): $(2); the value given has other characters)
+# the refusal names the value, its line breaks and tabs written \n, \r, \t so
+# the message stays one line (the shell runs only here, on the way out)
+safe_shown  = $(subst $(safe_nl),\n,$(subst $(safe_tab),\t,$(subst $(shell printf '\r'),\r,$(value $(1)))))
+safe_refuse = $(error $(1)='$(safe_shown)': $(2); the value given has other characters)
 
 SAFE_ALL := $(SAFE_NAMES) $(SAFE_FLAGS) $(SAFE_TEXT)
 safe_given := $(sort $(foreach v,$(SAFE_ALL),$(if $(call safe_user,$(v)),$(v))) \

@@ -424,13 +424,13 @@ for var in sorted(declared):
             if plain:
                 continue   # a value in the class's alphabet is taken; only no canary is asked (below)
             refused += 1
-            if m.returncode != 2 or len(lines) != 1 or ("%s: " % var) not in lines[0] or "the value given" not in lines[0]:
+            if m.returncode != 2 or len(lines) != 1 or ("%s='" % var) not in lines[0] or "the value given" not in lines[0]:
                 bad.append("%s %s=%r: rc %d %s" % (how, var, v, m.returncode, m.stderr.strip()[-300:]))
 ok(not bad and refused > 3 * len(declared),
    "every declared variable (%d) with a hostile value, on the command line, from the environment and with -n: "
    "make refuses it, exit 2 and one line naming it (%d probes)" % (len(declared), refused), "\n".join(bad))
 m = probe_make(["-n", "plan", "MODEL=good", "UNDECLARED_X=$(shell touch Cundeclared)"])
-ok(m.returncode == 2 and "UNDECLARED_X: flags use only" in m.stderr, "an undeclared command-line variable is checked too",
+ok(m.returncode == 2 and "UNDECLARED_X='$(shell touch Cundeclared)': flags use only" in m.stderr, "an undeclared command-line variable is checked too",
    m.stderr)
 m = probe_make(["--eval=probe-env: ; @echo '$(UNDECLARED_Y)'", "probe-env"], {"UNDECLARED_Y": "$(shell touch Cundeclared)"})
 ok(m.returncode == 0 and m.stdout.strip() == "$(shell touch Cundeclared)",
