@@ -15,6 +15,9 @@
 # build: build/clang); CC, CFLAGS, LDFLAGS, prefix, DESTDIR as usual. Pipeline
 # data lands in build/ (configs name build/models and build/datasets).
 
+# First: every variable a user or CI sets is read as text and checked.
+include mk/safe-names.mk
+
 prefix  ?= /usr/local
 bindir  ?= $(prefix)/bin
 CC      ?= cc
@@ -24,7 +27,7 @@ PROVE   ?= prove
 PYTHON  ?= /usr/bin/python3
 
 # The build folder is fixed: model configs and plans name paths under build/.
-ifeq ($(origin BUILD),command line)
+ifneq ($(filter command line override,$(origin BUILD)),)
 $(error BUILD=DIR is not supported: everything generated lands in build/)
 endif
 BUILD   := build
@@ -168,7 +171,7 @@ test: tools
 	  $(PROVE) -j2 $(if $(V),-v) $(filter $(O)/tests/unit/% $(O)/tests/fuzz/%,$(TEST_BINS)) $(TEST_SCRIPTS) tests/conformance/conformance.t
 
 conformance: tools
-	$(Q)PARITY_BIN=$(CURDIR)/$(O)/bin PARITY_TESTS=$(CURDIR)/$(O)/tests CONFORMANCE_FILTER='$(FILTER)' $(PROVE) -v tests/conformance/conformance.t
+	$(Q)PARITY_BIN=$(CURDIR)/$(O)/bin PARITY_TESTS=$(CURDIR)/$(O)/tests CONFORMANCE_FILTER="$$FILTER" $(PROVE) -v tests/conformance/conformance.t
 
 # The validation pipeline: `plan` turns configs/models/NAME.yaml into
 # build/NAME/plan.mk (included below), where every matrix cell (variant x
@@ -180,9 +183,8 @@ THREADS    ?= 1
 JOBS       ?= 1
 PARITY_BIN  = $(O)/bin
 # Model names reach make and the shell: like every name plan writes, they use
-# only letters, digits and . _ - (mk/safe-names.mk). MODEL=all takes the
-# config files whose names pass and names the ones it skips.
-include mk/safe-names.mk
+# only letters, digits and . _ - (mk/safe-names.mk, included first). MODEL=all
+# takes the config files whose names pass and names the ones it skips.
 VALIDATE_MODELS = $(if $(filter all,$(MODEL)),$(MODELS_ALL),$(MODEL))
 
 ifneq ($(filter validate validate-% plan shard-%,$(MAKECMDGOALS)),)

@@ -4,17 +4,14 @@
 # Outputs land in build/NAME/fix-precision/PRECISION/ (precision.yaml,
 # model.onnx, trtexec.txt, report.json, report.md). The reference cell of
 # the model's plan prepares the inputs (preprocessing for dataset configs).
-# MODEL is checked by mk/safe-names.mk; PRECISION, CRITERION and FIXP_ARGS
-# are taken as text ($(value)) and reach the command through the
-# environment, never as make or shell syntax.
+# mk/safe-names.mk takes MODEL, PRECISION, CRITERION and FIXP_ARGS as text
+# and checks them; the last two reach the command through the environment,
+# never as make or shell syntax.
 PRECISION ?= fp16
 # the stage links plan's config reader
 $(O)/bin/fix-precision: $(O)/obj/stages/plan/model.o $(O)/obj/stages/plan/task.o
 
 ifneq ($(filter fix-precision,$(MAKECMDGOALS)),)
-override PRECISION := $(value PRECISION)
-override CRITERION := $(value CRITERION)
-override FIXP_ARGS := $(value FIXP_ARGS)
 export PRECISION CRITERION FIXP_ARGS
 $(if $(filter-out 1,$(words $(PRECISION)))$(filter-out fp16 bf16 tf32,$(PRECISION)),$(error fix-precision: PRECISION must be fp16, bf16 or tf32))
 $(if $(wildcard configs/models/$(MODEL).yaml),,$(error fix-precision: no configs/models/$(MODEL).yaml))

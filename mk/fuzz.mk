@@ -48,8 +48,19 @@ fuzz:
 	$(Q)$(FUZZ_SUBMAKE) fuzz-bins
 	$(Q)tests/fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_SECONDS) '$(FUZZ_FLAGS)' $(FUZZ_NAMES)
 
+# A campaign: every harness (or FUZZ_ONLY='npy png') until it has FUZZ_EXECS
+# executions on this code (default 10M), resumable, recorded in
+# $(FUZZ_BUILD)/campaign.tsv; `make fuzz-summary` prints the table
+# docs/fuzzing.md quotes. Run it niced, in the background.
+FUZZ_EXECS ?= 10000000
+fuzz-campaign:
+	$(Q)$(FUZZ_SUBMAKE) fuzz-bins
+	$(Q)FUZZ_EXECS=$(FUZZ_EXECS) nice -n 19 tests/fuzz/run.sh $(FUZZ_BUILD) 0 '$(FUZZ_FLAGS)' $(or $(FUZZ_ONLY),$(FUZZ_NAMES))
+fuzz-summary:
+	$(Q)tests/fuzz/run.sh --summary $(FUZZ_BUILD)
+
 $(FUZZ_NAMES:%=fuzz-%): fuzz-%:
 	$(Q)$(FUZZ_SUBMAKE) $(FUZZ_BUILD)/bin/fuzz-$*
 	$(Q)tests/fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_SECONDS) '$(FUZZ_FLAGS)' $*
 
-.PHONY: fuzz fuzz-bins $(FUZZ_NAMES:%=fuzz-%)
+.PHONY: fuzz fuzz-bins fuzz-campaign fuzz-summary $(FUZZ_NAMES:%=fuzz-%)

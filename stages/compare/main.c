@@ -159,14 +159,20 @@ static int run_detection(const args_t *a, const cmp_side_t *sa, const cmp_side_t
     perr_t e = {0};
     dm_result_t r;
     if (dm_run(sa, sb, &a->det, &r, &e)) perr_die("compare", &e);
-    if (!a->quiet)
+    char why[256];
+    if (!a->quiet) {
         printf("detections: %lld matched, %lld missed, %lld extra, %lld label flips above score %g (IoU >= %g): %s\n",
                (long long)r.n, (long long)r.missed, (long long)r.extra, (long long)r.label_flips,
-               a->det.score_floor, a->det.iou, dm_passed(&r) ? "PASS" : "FAIL");
+               a->det.score_floor, a->det.iou, dm_passed(&r) ? "PASS" : dm_judged(&r) ? "FAIL" : "NOT JUDGED (FAIL)");
+        if (!dm_judged(&r)) printf("not judged: %s\n", dm_not_judged(&r, &a->det, why, sizeof why));
+    }
     if (doc) {
         json_object_set_new(doc, "passed_elementwise", json_boolean(elem_status == EXIT_PASS));
         json_object_set_new(doc, "detections", dm_json(&r, &a->det));
         json_object_set_new(doc, "passed", json_boolean(dm_passed(&r)));
+        json_object_set_new(doc, "judged", json_boolean(dm_judged(&r)));
+        if (dm_judged(&r)) json_object_del(doc, "not_judged");
+        else json_object_set_new(doc, "not_judged", json_string(dm_not_judged(&r, &a->det, why, sizeof why)));
     }
     int status = dm_passed(&r) ? EXIT_PASS : EXIT_CHECK;
     dm_result_free(&r);

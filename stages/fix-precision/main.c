@@ -42,6 +42,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include "../plan/model.h"
 #include "ops/blas.h"
 #include "search.h"
@@ -77,15 +78,23 @@ static double parse_num(const char *s, const char *what)
     return v;
 }
 
+/* A criterion's number within what it can mean: refused, not searched for. */
+static double parse_in(const char *s, const char *spec, double lo, double hi, const char *range)
+{
+    double v = parse_num(s, spec);
+    if (!(v >= lo && v <= hi)) die_usage("fix-precision", "--criterion '%s': %s", spec, range);
+    return v;
+}
+
 static void add_criterion(fp_criterion_t *k, const char *spec)
 {
     const char *eq = strchr(spec, '=');
     size_t l = eq ? (size_t)(eq - spec) : strlen(spec);
     if (l == 7 && !strncmp(spec, "compare", l) && !eq) k->use_tol = 1;
-    else if (eq && l == 8 && !strncmp(spec, "map-drop", l)) { k->use_map = k->use_drop = 1; k->max_map_drop = parse_num(eq + 1, spec); }
-    else if (eq && l == 7 && !strncmp(spec, "min-map", l)) { k->use_map = 1; k->min_map = parse_num(eq + 1, spec); }
+    else if (eq && l == 8 && !strncmp(spec, "map-drop", l)) { k->use_map = k->use_drop = 1; k->max_map_drop = parse_in(eq + 1, spec, 0, 100, "an AP drop in points, 0..100"); }
+    else if (eq && l == 7 && !strncmp(spec, "min-map", l)) { k->use_map = 1; k->min_map = parse_in(eq + 1, spec, 0, 1, "an AP, 0..1"); }
     else if (eq && l == 3 && !strncmp(spec, "snr", l)) { k->use_snr = 1; k->min_snr_db = parse_num(eq + 1, spec); }
-    else if (eq && l == 6 && !strncmp(spec, "cosine", l)) { k->use_cos = 1; k->min_cosine = parse_num(eq + 1, spec); }
+    else if (eq && l == 6 && !strncmp(spec, "cosine", l)) { k->use_cos = 1; k->min_cosine = parse_in(eq + 1, spec, -1, 1, "a cosine similarity, -1..1"); }
     else die_usage("fix-precision", "--criterion '%s': expected map-drop=P, min-map=A, compare, snr=DB or cosine=C", spec);
 }
 
@@ -218,6 +227,10 @@ int main(int argc, char **argv)
     if (c.crit.margin < 0) die_usage("fix-precision", "--margin must be at least 0");
     if (a.samples < 1 || a.holdout < 0 || a.beam < 1 || c.threads < 1 || c.threads > 256)
         die_usage("fix-precision", "--samples, --beam and --threads must be at least 1, --holdout at least 0");
+    if (c.max_seconds < 0) die_usage("fix-precision", "--max-seconds must be at least 0 (0: no limit)");
+    struct stat st;
+    if (lstat(a.out, &st) == 0 && !S_ISDIR(st.st_mode))
+        die_usage("fix-precision", "-o '%s': exists and is not a folder (it would be replaced by one)", a.out);
     if (c.max_evals < 2 || (c.max_seconds > 0 && c.max_seconds < 1))
         die_usage("fix-precision", "budget too small: the search needs at least 2 evaluations (--max-evals) and 1 s");
     c.low = a.precision;

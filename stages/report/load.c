@@ -6,7 +6,10 @@
  *   min_map   the reference's AP reaches thresholds.min_map
  *   finite    the cell's outputs hold no NaN or Inf
  * Each failure carries its reason in words, taken from compare's layerwise
- * diagnosis when there is one.
+ * diagnosis when there is one. A check with nothing to judge (no compare or
+ * mAP result, compare's "judged": false: no reference detection above the
+ * score floor, only empty tensors) is "not judged": it fails, and no
+ * expected failure excuses it. A report of no check at all fails too.
  *
  * Expected outcomes (pytest's xfail): a cell the config expects to fail is
  * XFAIL when some check fails (its failures are not failures of the run)
@@ -114,6 +117,24 @@ static double pre_postprocess_snr(json_t *plan, json_t *layerwise)
     return worst;
 }
 
+/* Every name --cells gives is a cell of the plan (a misspelt one would
+ * leave a report of nothing). */
+static int check_cell_names(json_t *plan, const char *plan_path, const char *cells, perr_t *e)
+{
+    char *list = xstrdup(cells), *save = NULL;
+    int rc = 0;
+    for (char *w = strtok_r(list, " \t", &save); w && !rc; w = strtok_r(NULL, " \t", &save)) {
+        json_t *c;
+        size_t i;
+        int found = 0;
+        json_array_foreach(json_object_get(plan, "cells"), i, c)
+            found |= json_string_value(json_object_get(c, "name")) && !strcmp(json_string_value(json_object_get(c, "name")), w);
+        if (!found) rc = BAD(e, "%s: --cells: '%s' is not a cell of this plan", plan_path, w);
+    }
+    free(list);
+    return rc;
+}
+
 int report_load(report_t *r, const char *plan_path, const char *cells, perr_t *e)
 {
     memset(r, 0, sizeof *r);
@@ -156,7 +177,7 @@ int report_load(report_t *r, const char *plan_path, const char *cells, perr_t *e
         x->median_ms = s0 ? num(s0, "median_ms", NULL) : -1;
         note_kernels(r, x->stats);
     }
-    return 0;
+    return cells ? check_cell_names(r->plan, plan_path, cells, e) : 0;
 }
 
 static void judge_cells(report_t *r);
@@ -200,7 +221,15 @@ check_t *add_check(report_t *r, const cell_t *c, const char *name, int passed)
     snprintf(k->cell, sizeof k->cell, "%s", c->name);
     snprintf(k->name, sizeof k->name, "%s", name);
     k->passed = passed;
+    k->judged = 1;
     return k;
+}
+
+/* The check had nothing to judge: it fails, with why. */
+static void not_judged(check_t *k, const char *why)
+{
+    k->passed = k->judged = 0;
+    snprintf(k->reason, sizeof k->reason, "not judged: %s", why);
 }
 
 /* compare's own diagnosis of the first diverging layer, and the layers
@@ -243,8 +272,11 @@ void report_evaluate(report_t *r)
             if (!strcmp(name, "compare")) {
                 int ok = c->compare && json_is_true(json_object_get(c->compare, "passed"));
                 k = add_check(r, c, name, ok);
-                if (!c->compare) snprintf(k->reason, sizeof k->reason, "%s: no compare result", c->precision);
-                else if (!ok) {
+                if (!c->compare) not_judged(k, "no compare result");
+                else if (json_is_false(json_object_get(c->compare, "judged"))) {
+                    const char *why = json_string_value(json_object_get(c->compare, "not_judged"));
+                    not_judged(k, why ? why : "compare judged nothing");
+                } else if (!ok) {
                     snprintf(k->reason, sizeof k->reason, "%s: outputs differ from the reference beyond tolerance%s%s "
                              "(worst max |a-b| %.3g, p99 rel %.3g, SNR %.1f dB%s).", c->precision, c->failing[0] ? ": " : "",
                              c->failing, c->max_abs, c->max_rel_p99, c->snr_db,
@@ -254,14 +286,15 @@ void report_evaluate(report_t *r)
             } else if (!strcmp(name, "map_drop")) {
                 double drop = ref && ref->ap >= 0 && c->ap >= 0 ? 100 * (ref->ap - c->ap) : NAN;
                 k = add_check(r, c, name, drop == drop && drop <= max_drop);
-                if (!(drop == drop)) snprintf(k->reason, sizeof k->reason, "no mAP for this cell or the reference");
+                if (!(drop == drop)) not_judged(k, "no mAP for this cell or the reference");
                 else if (!k->passed)
                     snprintf(k->reason, sizeof k->reason, "%s/%s: AP %.1f is %.1f points below the reference %s (%.1f; allowed %.1f)%s",
                              c->variant, c->precision, 100 * c->ap, drop, ref->name, 100 * ref->ap, max_drop,
                              strcmp(c->variant, ref->variant) ? ": the preprocessing differs from the reference's" : "");
             } else if (!strcmp(name, "min_map")) {
-                k = add_check(r, c, name, c->ap >= min_map);
-                if (!k->passed) snprintf(k->reason, sizeof k->reason, "reference AP %.3f is below the required %.3f", c->ap, min_map);
+                k = add_check(r, c, name, c->ap >= 0 && c->ap >= min_map);
+                if (c->ap < 0) not_judged(k, "no mAP for the reference");
+                else if (!k->passed) snprintf(k->reason, sizeof k->reason, "reference AP %.3f is below the required %.3f", c->ap, min_map);
             } else if (!strcmp(name, "metric_drop") || !strcmp(name, "min_metric")) {
                 task_check(r, c, ref, name);
             } else if (!strcmp(name, "finite")) {
@@ -296,8 +329,8 @@ static void judge_cells(report_t *r)
         } else if (failed) {
             c->outcome = OUT_XFAIL;
             r->n_xfail++;
-            for (int k = 0; k < n0; k++)
-                if (!strcmp(r->checks[k].cell, c->name)) r->checks[k].expected = 1;
+            for (int k = 0; k < n0; k++)   /* a check that judged nothing stays a failure */
+                if (!strcmp(r->checks[k].cell, c->name) && r->checks[k].judged) r->checks[k].expected = 1;
         } else {
             c->outcome = OUT_XPASS;
             r->n_xpass++;
@@ -306,7 +339,11 @@ static void judge_cells(report_t *r)
                      "remove the expectation or find out what changed", c->variant, c->precision, c->expected);
         }
     }
-    for (int k = 0; k < r->n_checks; k++) r->failed += !r->checks[k].passed && !r->checks[k].expected;
+    for (int k = 0; k < r->n_checks; k++) {
+        r->failed += !r->checks[k].passed && !r->checks[k].expected;
+        r->n_unjudged += !r->checks[k].judged;
+    }
+    if (!r->n_checks) r->failed = 1;   /* nothing judged is never a PASS */
     verdict_line(r);
 }
 
@@ -338,9 +375,14 @@ static void verdict_line(report_t *r)
     size_t n = 0, cap = sizeof r->verdict;
     char *v = r->verdict;
     int fails = r->failed - r->n_xpass;   /* XPASS adds one failing check per cell */
+    if (!r->n_checks) {
+        snprintf(v, cap, "FAIL — nothing judged: no check applies to the %d cell%s given", r->n_cells, r->n_cells == 1 ? "" : "s");
+        return;
+    }
     n = cat(v, n, cap, "%s", r->failed ? "FAIL" : "PASS");
     if (fails) n = cat(v, n, cap, " — %d check%s failed", fails, fails == 1 ? "" : "s");
     if (fails) n = failing_metrics(r, v, n, cap);
+    if (r->n_unjudged) n = cat(v, n, cap, " (%d not judged)", r->n_unjudged);
     if (r->n_xpass) {
         n = cat(v, n, cap, "%s%d unexpected pass%s (XPASS):", fails ? "; " : " — ", r->n_xpass, r->n_xpass == 1 ? "" : "es");
         for (int i = 0, k = 0; i < r->n_cells; i++)

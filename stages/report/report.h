@@ -11,6 +11,7 @@ typedef struct check {
     char cell[256];
     char name[32];          /* compare | map_drop | min_map | metric_drop | min_metric | finite */
     int passed;
+    int judged;             /* 0: nothing to judge (no input, nothing above the floor): failed, never PASS */
     int expected;           /* failed in a cell expected to fail (xfail): not a failure */
     char reason[2048];      /* why, in words */
 } check_t;
@@ -49,6 +50,7 @@ typedef struct report {
     check_t *checks;
     int n_checks;
     int failed;             /* unexpected failures and unexpected passes */
+    int n_unjudged;         /* checks that judged nothing (counted in failed) */
     int n_xfail, n_xpass;   /* cells */
     char verdict[1024];     /* "PASS — 2 expected failures: letterbox-naive (−60.2 AP), ..." */
     char kernels[96];       /* the kernels the cells ran on (infer's stats: "avx2", "blas on avx512"), "" if unknown */

@@ -43,6 +43,7 @@ int write_results_json(const report_t *r, const char *path, perr_t *e)
     json_object_set_new(root, "verdict_line", json_string(r->verdict));
     json_object_set_new(root, "checks_total", json_integer(r->n_checks));
     json_object_set_new(root, "checks_failed", json_integer(r->failed));
+    json_object_set_new(root, "checks_not_judged", json_integer(r->n_unjudged));
     json_object_set_new(root, "expected_failures", json_integer(r->n_xfail));
     json_object_set_new(root, "unexpected_passes", json_integer(r->n_xpass));
     json_object_set_new(root, "reference", json_deep_copy(json_object_get(r->plan, "reference")));
@@ -77,9 +78,9 @@ int write_results_json(const report_t *r, const char *path, perr_t *e)
         json_object_set_new(x, "failing_outputs", c->failing[0] ? json_string(c->failing) : json_null());
     }
     for (int i = 0; i < r->n_checks; i++)
-        json_array_append_new(checks, json_pack("{s:s, s:s, s:b, s:b, s:s}", "cell", r->checks[i].cell, "check", r->checks[i].name,
-                                                "passed", r->checks[i].passed, "expected", r->checks[i].expected,
-                                                "reason", r->checks[i].reason));
+        json_array_append_new(checks, json_pack("{s:s, s:s, s:b, s:b, s:b, s:s}", "cell", r->checks[i].cell, "check", r->checks[i].name,
+                                                "passed", r->checks[i].passed, "judged", r->checks[i].judged,
+                                                "expected", r->checks[i].expected, "reason", r->checks[i].reason));
     json_object_set_new(root, "cells", cells);
     json_object_set_new(root, "checks", checks);
     char *text = json_dumps(root, JSON_INDENT(1) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10));
@@ -194,7 +195,14 @@ int write_junit(const report_t *r, const char *path, perr_t *e)
     xml_escape(f, r->model);
     int skipped = 0;
     for (int i = 0; i < r->n_checks; i++) skipped += !r->checks[i].passed && r->checks[i].expected;
-    fprintf(f, "\" tests=\"%d\" failures=\"%d\" skipped=\"%d\">\n", r->n_checks, r->failed, skipped);
+    fprintf(f, "\" tests=\"%d\" failures=\"%d\" skipped=\"%d\">\n", r->n_checks ? r->n_checks : 1, r->failed, skipped);
+    if (!r->n_checks) {   /* a run that judged nothing is one failing test, not an empty suite */
+        fprintf(f, "  <testcase classname=\"");
+        xml_escape(f, r->model);
+        fprintf(f, "\" name=\"nothing_judged\">\n    <failure type=\"not-judged\" message=\"");
+        xml_escape(f, r->verdict);
+        fprintf(f, "\"/>\n  </testcase>\n");
+    }
     for (int i = 0; i < r->n_checks; i++) {
         const check_t *k = &r->checks[i];
         fprintf(f, "  <testcase classname=\"");
@@ -216,12 +224,39 @@ int write_junit(const report_t *r, const char *path, perr_t *e)
             fprintf(f, "</skipped>\n  </testcase>\n");
             continue;
         }
-        fprintf(f, "\">\n    <failure message=\"");
+        fprintf(f, "\">\n    <failure%s message=\"", k->judged ? "" : " type=\"not-judged\"");
         xml_escape(f, k->reason);
         fprintf(f, "\"/>\n  </testcase>\n");
     }
     fprintf(f, "</testsuite>\n</testsuites>\n");
     return atomic_commit(&af, e);
+}
+
+/* A results.json as write_results_json writes it: the verdict agrees with
+ * the counts, every check is an object naming its cell and check. NULL when
+ * it is, else what is wrong. */
+static const char *results_malformed(json_t *j)
+{
+    json_t *checks = json_object_get(j, "checks"), *k;
+    const char *verdict = json_string_value(json_object_get(j, "verdict"));
+    json_t *total = json_object_get(j, "checks_total"), *failed = json_object_get(j, "checks_failed");
+    if (!json_is_object(j)) return "not a JSON object";
+    if (!json_string_value(json_object_get(j, "model"))) return "no \"model\" string";
+    if (!verdict || (strcmp(verdict, "PASS") && strcmp(verdict, "FAIL"))) return "\"verdict\" is not PASS or FAIL";
+    if (!json_is_integer(total) || !json_is_integer(failed) || json_integer_value(total) < 0 || json_integer_value(failed) < 0)
+        return "\"checks_total\" and \"checks_failed\" are not counts";
+    if (!json_is_array(checks) || (json_int_t)json_array_size(checks) != json_integer_value(total))
+        return "\"checks\" is not an array of checks_total checks";
+    if (!json_is_array(json_object_get(j, "cells"))) return "\"cells\" is not an array";
+    size_t i;
+    json_array_foreach(checks, i, k)
+        if (!json_string_value(json_object_get(k, "cell")) || !json_string_value(json_object_get(k, "check")) ||
+            !json_is_boolean(json_object_get(k, "passed")))
+            return "a check without its cell, check name or passed";
+    int pass = !strcmp(verdict, "PASS");
+    if (pass != (json_integer_value(failed) == 0 && json_integer_value(total) > 0))
+        return "the verdict disagrees with checks_total and checks_failed";
+    return NULL;
 }
 
 int print_verdict(const char *results_path)
@@ -232,20 +267,28 @@ int print_verdict(const char *results_path)
         fprintf(stderr, "report: %s:%d: %s\n", results_path, je.line, je.text);
         return 2;
     }
+    const char *bad = results_malformed(j);
+    if (bad) {
+        fprintf(stderr, "report: %s: not a results.json: %s\n", results_path, bad);
+        json_decref(j);
+        return 2;
+    }
     const char *model = json_string_value(json_object_get(j, "model"));
     const char *verdict = json_string_value(json_object_get(j, "verdict"));
     const char *line = json_string_value(json_object_get(j, "verdict_line"));
     long long total = json_integer_value(json_object_get(j, "checks_total"));
     long long failed = json_integer_value(json_object_get(j, "checks_failed"));
-    int pass = verdict && !strcmp(verdict, "PASS");
-    if (line) printf("validate: %s: %s\n", model ? model : "?", line);
-    else printf("validate: %s: %s (%lld of %lld checks passed)\n", model ? model : "?", pass ? "PASS" : "FAIL", total - failed, total);
+    int pass = !strcmp(verdict, "PASS");
+    if (line) printf("validate: %s: %s\n", model, line);
+    else printf("validate: %s: %s (%lld of %lld checks passed)\n", model, pass ? "PASS" : "FAIL", total - failed, total);
     json_t *checks = json_object_get(j, "checks"), *k;
     size_t i;
     json_array_foreach(checks, i, k)
-        if (!json_is_true(json_object_get(k, "passed")) && !json_is_true(json_object_get(k, "expected")))
+        if (!json_is_true(json_object_get(k, "passed")) && !json_is_true(json_object_get(k, "expected"))) {
+            const char *why = json_string_value(json_object_get(k, "reason"));
             printf("  %s %s: %s\n", json_string_value(json_object_get(k, "cell")),
-                   json_string_value(json_object_get(k, "check")), json_string_value(json_object_get(k, "reason")));
+                   json_string_value(json_object_get(k, "check")), why ? why : "");
+        }
     json_decref(j);
     return pass ? 0 : 1;
 }

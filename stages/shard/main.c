@@ -54,6 +54,17 @@ static int in_shard(const char *id, long count, long index)
     return (long)(hash_id(id) % (uint32_t)count) == index;
 }
 
+/* A file_name names a file below the images folder: not empty, not
+ * absolute, no ".." part (a dataset must not make preprocess read
+ * ../../../etc/passwd). */
+static int inside_folder(const char *f)
+{
+    if (!*f || *f == '/') return 0;
+    for (const char *p = f; *p; p = strchr(p, '/') ? strchr(p, '/') + 1 : p + strlen(p))
+        if (!strncmp(p, "..", 2) && (p[2] == '/' || !p[2])) return 0;
+    return 1;
+}
+
 /* The dataset's images of this shard, as preprocess --list reads them. */
 static int select_dataset(const char *gt, const char *images, long count, long index, const char *out, perr_t *e)
 {
@@ -76,6 +87,7 @@ static int select_dataset(const char *gt, const char *images, long count, long i
         if (!in_shard(ids, count, index)) continue;
         const char *f = json_string_value(fn);
         if (strchr(f, '\n')) { rc = BAD(e, "%s: images[%zu]: a file_name holds a newline", gt, i); break; }
+        if (!inside_folder(f)) { rc = BAD(e, "%s: images[%zu]: file_name '%s' leaves the images folder", gt, i, f); break; }
         size_t need = strlen(dir) + strlen(f) + 3;
         while (len + need >= cap) text = xrealloc(text, cap *= 2);
         len += (size_t)snprintf(text + len, cap - len, "%s/%s\n", dir, f);
@@ -99,7 +111,7 @@ static int select_dir(const char *sets, long count, long index, const char *out,
         char *src = path_join(real, names[i]);
         if (is_dir(src) && in_shard(names[i], count, index)) {
             char *dst = path_join(tmp, names[i]);
-            if (symlink(src, dst)) rc = INTERNAL(e, "%s: %s", dst, strerror(errno));
+            if (symlink(src, dst)) rc = write_error(e, dst, errno);
             found++;
             free(dst);
         }
@@ -113,16 +125,24 @@ static int select_dir(const char *sets, long count, long index, const char *out,
     return rc;
 }
 
+/* A hard link where the file system allows one, else a copy. A failed copy
+ * names the copy's own failure (a full disk: ENOSPC), not the link's EXDEV. */
 static int copy_file(const char *src, const char *dst, perr_t *e)
 {
     if (!link(src, dst)) return 0;
+    if (errno != EXDEV && errno != EPERM && errno != EMLINK && errno != ENOTSUP) return write_error(e, dst, errno);
     char *data; size_t n;
     if (read_file(src, &data, &n, e)) return -1;
-    int fd = open(dst, O_WRONLY | O_CREAT | O_EXCL, 0644), rc = 0;
-    if (fd < 0 || write(fd, data, n) != (ssize_t)n) rc = INTERNAL(e, "%s: %s", dst, strerror(errno));
-    if (fd >= 0 && close(fd)) rc = INTERNAL(e, "%s: %s", dst, strerror(errno));
+    int fd = open(dst, O_WRONLY | O_CREAT | O_EXCL, 0644), err = fd < 0 ? errno : 0;
+    for (size_t done = 0; !err && done < n;) {
+        ssize_t w = write(fd, data + done, n - done);
+        if (w > 0) done += (size_t)w;
+        else err = w < 0 ? errno : ENOSPC;   /* write(2) gives 0 only when nothing more fits */
+    }
+    if (fd >= 0 && close(fd) && !err) err = errno;
+    if (err && fd >= 0) unlink(dst);
     free(data);
-    return rc;
+    return err ? write_error(e, dst, err) : 0;
 }
 
 /* Links SRC's tree into DST; a name both already hold is an overlap of shards. */
@@ -204,9 +224,10 @@ static int merge(char **outs, int n, const char *out, const char *stats, perr_t 
     char *index = path_join(tmp, "index.json");
     if (!rc) rc = merge_listing(outs, n, "index.json", "sample_id", index, 2, e);
     free(index);
+    /* the stats first: a corrupt shard's stats.json leaves OUT as it was */
+    if (!rc && stats) rc = merge_listing(outs, n, "../stats.json", "sample", stats, 1, e);
     if (!rc) rc = dir_stage_commit(tmp, out, e);
     else { remove_tree(tmp); free(tmp); }
-    if (!rc && stats) rc = merge_listing(outs, n, "../stats.json", "sample", stats, 1, e);
     return rc;
 }
 

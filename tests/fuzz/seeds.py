@@ -80,6 +80,13 @@ put("config_model", "outputs-ignore-budget.yaml", "model: m.onnx\ndataset: {imag
     "    'out*': {atol: 0.1, rtol: 0.1}\ndump: {budget: 500MB}\n")
 put("config_preprocess", "fit-height.yaml", "input: {name: x}\nresize: {size: 48x320, mode: fit-height, fill: 0}\n"
     "color: bgr\nscale: 1/255\nmean: 0.5\nstd: 0.5\n")
+# a large mapping (issue 39: duplicate keys were found by a quadratic scan):
+# 600 keys (the key index is built, then doubled as it fills) and, in a
+# nested one, a duplicate at its end; small enough to keep libFuzzer's max_len low
+big = "".join("  t%04d: {atol: 0.5}\n" % i for i in range(600))
+put("config_model", "large-mapping.yaml", "model: m.onnx\ninputs: sets\nprecisions: [fp32]\ncompare:\n  outputs:\n"
+    + big.replace("\n  ", "\n    ").replace("  t", "    t", 1) + "input_shapes:\n" + "".join("  i%03d: 1x3\n" % i for i in range(40))
+    + "  i000: 1x3\n")
 put("config_detection", "rtdetr.yaml", "labels: labels\nboxes: boxes\nscores: scores\nbox_format: xyxy\n"
     "box_coords: original\nlabel_map: [1, 2, 3, 4, 5, 6]\n")
 put("config_detection", "yolo.yaml", "boxes: out0\nbox_format: cxcywh\nbox_coords: normalized\nthreshold: 0.25\ntop_k: 100\nclip: true\n")

@@ -111,6 +111,19 @@ r2 = run("compare", path("treeA"), path("treeB"), "--json", j2)
 ok(open(j1, "rb").read() == open(j2, "rb").read() and r1[1] == r2[1], "JSON and text are byte-identical across runs")
 rc, out, err = run("compare", "-q", path("noisy"), path("ref"))
 ok(rc == 1 and out == "", "--quiet prints nothing and keeps the exit status")
+
+# only empty tensors: nothing judged (issue 39), exit 1, never PASSED; one
+# non-empty tensor beside an empty one is judged
+save_set(path("empty_a"), {"boxes": np.zeros((1, 0, 4), np.float32)})
+save_set(path("empty_b"), {"boxes": np.zeros((1, 0, 4), np.float32)})
+rc, j, out, err = compare(path("empty_a"), path("empty_b"))
+ok(rc == 1 and j and j["passed"] is False and j["judged"] is False and "empty" in j["not_judged"] and "not judged" in out
+   and "FAILED" in out, "only empty tensors: not judged, exit 1", out + err)
+save_set(path("empty_a"), {"scores": np.ones((1, 3), np.float32)})
+save_set(path("empty_b"), {"scores": np.ones((1, 3), np.float32)})
+rc, j, out, err = compare(path("empty_a"), path("empty_b"))
+ok(rc == 0 and j and j["passed"] is True and j["judged"] is True and "not_judged" not in j,
+   "an empty tensor beside a non-empty one: judged, passes", out + err)
 rc, out, _ = run("compare", "--help")
 ok(rc == 0 and "usage: compare" in out, "--help")
 done()

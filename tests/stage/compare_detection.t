@@ -140,5 +140,34 @@ for spec in ["labels=labels,boxes=boxes", "labels=labels,boxes=boxes,scores=scor
     ok(r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, "refused: --detection %s (%s)" % (spec, r.stderr.strip()))
 r = subprocess.run([compare, ref, ref, "--detection", "labels=nope,boxes=boxes,scores=scores"], capture_output=True, text=True)
 ok(r.returncode == 2 and "nope" in r.stderr, "a missing tensor is named, exit 2 (%s)" % r.stderr.strip())
+
+# 6. nothing to judge (issue 39): a reference with no detection at or above
+# the floor passes whatever the candidate holds unless that is a failure of
+# its own: NaN boxes, no detections, negated labels each exit 1, "judged": false
+low = sc * 0.05                       # the best reference score 0.045, below the floor 0.3
+lowref = os.path.join(tmp, "lowref")
+save(lowref, lab, box, low)
+bad_outputs = {"NaN boxes": (lab, np.full_like(box, np.nan), low), "no detections": (lab[:0], box[:0], low[:0]),
+               "negated labels": (-lab, box, low), "the reference itself": (lab, box, low)}
+for what, (l3, b3, s3) in bad_outputs.items():
+    cand = os.path.join(tmp, "bad-" + what.replace(" ", "_"))
+    save(cand, l3, b3, s3)
+    r, j = run(cand, lowref)
+    d = j and j["detections"]
+    ok(r.returncode == 1 and j and j["passed"] is False and j["judged"] is False and d["judged"] is False
+       and d["reference_above_floor"] == 0 and "score floor 0.3" in j["not_judged"] and abs(d["reference_best_score"] - 0.045) < 1e-6,
+       "reference all below the floor, candidate %s: not judged, exit 1, the reference's best score named" % what,
+       r.stdout + r.stderr + json.dumps(j)[:400])
+r, j = run(os.path.join(tmp, "bad-NaN_boxes"), lowref, ",score_floor=0.04")
+above = int((low >= np.float32(0.04)).sum())
+ok(r.returncode == 1 and j["judged"] is True and j["detections"]["missed"] == above > 0,
+   "the same NaN boxes against a floor under the reference's scores: judged, the %d reference detections above it missed" % above, json.dumps(j and j["detections"])[:300])
+r, j = run(lowref, lowref, ",score_floor=0.04")
+ok(r.returncode == 0 and j["judged"] is True and j["passed"] is True, "and the reference against itself passes there")
+emptyref = os.path.join(tmp, "emptyref")
+save(emptyref, lab[:0], box[:0], sc[:0])
+r, j = run(emptyref, emptyref)
+ok(r.returncode == 1 and j["judged"] is False and "no detection" in j["not_judged"], "no detection on either side: not judged, exit 1",
+   r.stdout + json.dumps(j)[:300])
 shutil.rmtree(tmp)
 done()

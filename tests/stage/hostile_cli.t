@@ -243,5 +243,82 @@ for stage, opt, argv, values in NUMERIC:
             bad.append("%s %s %r: exit %d, stderr %r" % (stage, opt, v, rc, err[-200:]))
 ok(not bad, "numeric options out of range or not numbers: exit 2, one line naming the option", "\n".join(bad))
 
+
+# ---- options that accept the impossible (issue 39): each refused, exit 2,
+# one line naming what is wrong, nothing written ----
+def refused(what, stage, argv, needle, cwd=None, nothing=()):
+    rc, out, err = run(stage, argv, cwd=cwd)
+    lines = [l for l in err.splitlines() if l.strip()]
+    left = [p for p in nothing if os.path.exists(p)]
+    return ok(rc == 2 and len(lines) == 1 and needle in lines[0] and not left,
+              "%s: exit 2, one line naming %r" % (what, needle), "exit %d, stderr %r, left %s" % (rc, err[-300:], left))
+
+
+fixcfg = os.path.join(repo, "configs/models/convclip.yaml")
+existing = write("existing.txt", b"keep me\n")
+refused("fix-precision -o EXISTING_FILE", "fix-precision", [fixcfg, "--precision", "fp16", "-o", existing], existing)
+ok(open(existing, "rb").read() == b"keep me\n", "and the file is untouched")
+for crit in ("cosine=2", "cosine=-1.5", "map-drop=-5", "map-drop=101", "min-map=1.5"):
+    refused("fix-precision --criterion %s" % crit, "fix-precision",
+            [fixcfg, "--precision", "fp16", "--criterion", crit, "-o", path("fixout")], crit, nothing=[path("fixout")])
+refused("fix-precision --max-seconds -1", "fix-precision", [fixcfg, "--precision", "fp16", "--max-seconds", "-1", "-o", path("fixout")],
+        "--max-seconds", nothing=[path("fixout")])
+
+# report --verdict on results that are not report's: exit 2, never a verdict
+good_res = {"model": "m", "verdict": "PASS", "verdict_line": "PASS", "checks_total": 1, "checks_failed": 0, "cells": [],
+            "checks": [{"cell": "c", "check": "compare", "passed": True}]}
+rc, out, err = run("report", ["--verdict", write("res-good.json", json.dumps(good_res).encode())])
+ok(rc == 0 and "PASS" in out, "control: a well-formed PASS results.json gives exit 0", err)
+MALFORMED = {"cells-5": dict(good_res, cells=5), "no-model": {k: v for k, v in good_res.items() if k != "model"},
+             "verdict-maybe": dict(good_res, verdict="MAYBE"), "checks-not-array": dict(good_res, checks={"a": 1}),
+             "count-mismatch": dict(good_res, checks_total=3), "pass-with-failures": dict(good_res, checks_failed=1),
+             "pass-of-nothing": dict(good_res, checks_total=0, checks=[]), "check-without-cell": dict(good_res, checks=[{"passed": True}]),
+             "an-array": [good_res]}
+for name, doc in MALFORMED.items():
+    f = write("res-%s.json" % name, json.dumps(doc).encode())
+    refused("report --verdict on malformed results (%s)" % name, "report", ["--verdict", f], f)
+
+# map-eval: a --section the decode file lacks, a bad label_map / top_k, a label map too short for the labels
+os.makedirs(path("dets/1"))
+np.save(path("dets/1/labels.npy"), np.array([[0, 3]], np.int64))
+np.save(path("dets/1/boxes.npy"), np.array([[[1, 1, 5, 5], [2, 2, 6, 6]]], np.float32))
+np.save(path("dets/1/scores.npy"), np.array([[0.9, 0.8]], np.float32))
+json.dump({"sample_id": "1", "image_id": 1, "width": 12, "height": 10, "input_width": 12, "input_height": 10,
+           "scale_x": 1.0, "scale_y": 1.0, "offset_x": 0.0, "offset_y": 0.0}, open(path("dets/1/meta.json"), "w"))
+gt6 = write("gt6.json", json.dumps(dict(gt, categories=[{"id": c, "name": str(c)} for c in range(1, 7)])).encode())
+dec = {k: write("dec-%s.yaml" % k, ("detection:\n  box_coords: original\n" + v).encode()) for k, v in
+       {"ok": "  label_map: [1, 2, 3, 4, 5, 6]\n", "short": "  label_map: [1]\n", "badmap": "  label_map: nosuchmap\n",
+        "topk": "  top_k: -1\n"}.items()}
+me = ["--gt", gt6, "--dt", path("dets"), "-q", "--json", path("me.json"), "--section", "detection", "--decode"]
+rc, out, err = run("map-eval", me + [dec["ok"]])
+ok(rc == 0 and os.path.exists(path("me.json")), "control: the decode file with a full label map evaluates", err)
+os.remove(path("me.json"))
+refused("map-eval --section nosuch", "map-eval", me[:-3] + ["--section", "nosuch", "--decode", dec["ok"]], dec["ok"] + ": no section 'nosuch'",
+        nothing=[path("me.json")])
+refused("map-eval: a label_map that is no map, in a decode file", "map-eval", me + [dec["badmap"]], dec["badmap"] + ":3:14", nothing=[path("me.json")])
+refused("map-eval: top_k -1 in a decode file", "map-eval", me + [dec["topk"]], dec["topk"] + ":3:10", nothing=[path("me.json")])
+refused("map-eval: a label map shorter than the labels", "map-eval", me + [dec["short"]], dec["short"] + ":3:14", nothing=[path("me.json")])
+
+# shard select: a sample file_name leaving the images folder
+for fname in ("../../../etc/passwd", "/etc/passwd", "a/../../b.png", ".."):
+    esc = write("gt-esc.json", json.dumps(dict(gt, images=[dict(gt["images"][0], file_name=fname)])).encode())
+    refused("shard select, file_name %r" % fname, "shard", ["select", "--count", "1", "--index", "0", "--dataset", esc,
+                                                            "--images", path("imgs"), "-o", path("sel.txt")],
+            "leaves the images folder", nothing=[path("sel.txt")])
+rc, out, err = run("shard", ["select", "--count", "1", "--index", "0", "--dataset", gtf, "--images", path("imgs"), "-o", path("sel.txt")])
+ok(rc == 0 and open(path("sel.txt")).read() == "%s/a.png\n%s/b.png\n" % (path("imgs"), path("imgs")),
+   "control: the dataset's own file names are selected", err)
+
+# shard merge: a corrupt shard is refused and leaves no OUT (nor OUT/1/)
+for i, sample in ((0, "1"), (1, "2")):
+    os.makedirs(path("shards/%d/out/%s" % (i, sample)))
+    np.save(path("shards/%d/out/%s/y.npy" % (i, sample)), np.zeros(3, np.float32))
+    json.dump({"samples": [{"sample": sample}]}, open(path("shards/%d/stats.json" % i), "w"))
+open(path("shards/1/stats.json"), "w").write("{not json")
+refused("shard merge with a corrupt shard stats.json", "shard", ["merge", "-o", path("merged"), "--stats", path("merged-stats.json"),
+                                                                 path("shards/0/out"), path("shards/1/out")],
+        path("shards/1/out/../stats.json"), nothing=[path("merged"), path("merged-stats.json")])
+ok(not [n for n in os.listdir(tmp) if n.startswith("merged")], "no staging name left either", os.listdir(tmp))
+
 shutil.rmtree(tmp)
 done()

@@ -15,6 +15,7 @@ import json
 import os
 import re
 import shutil
+import string
 import subprocess
 import sys
 import tempfile
@@ -343,13 +344,100 @@ ok(m.returncode == 0 and os.path.exists(os.path.join(R, "build/good/plan.mk")) a
    % len(hostile), m.stdout + m.stderr)
 ok(sorted(os.listdir(os.path.join(R, "build"))) == ["bin", "good"], "no plan for a hostile name",
    os.listdir(os.path.join(R, "build")))
-bad = []
-for var in ("MODEL", "VARIANTS", "PRECISIONS", "THREADS", "JOBS"):
-    for v in payloads("v" + var):
-        m = make_r("plan", "MODEL=good" if var != "MODEL" else "MODEL=" + v, "%s=%s" % (var, v) if var != "MODEL" else "V=")
-        if m.returncode != 2 or "names use only letters, digits and . _ -" not in m.stderr:
-            bad.append("%s=%r: rc %d %s" % (var, v, m.returncode, m.stderr.strip()[-300:]))
-ok(not bad, "MODEL, VARIANTS, PRECISIONS, THREADS, JOBS with any hostile value: make refuses before any rule", "\n".join(bad))
+
+
+# ---- every make variable a user or CI can set (mk/safe-names.mk) ----
+def user_variables(texts, plan_texts):
+    """The variables the makefiles (texts) and the plan.mk text plan writes
+    (C string literals of plan_texts) read without setting them: referenced
+    and never assigned unconditionally, or given a ?= default. A variable
+    taken as text by `override X := $(value X)` stays a user variable."""
+    name = r"[A-Za-z_][A-Za-z0-9_]*"
+    refd, assigned, defaults, bound = set(), set(), set(), set()
+
+    def scan(t):
+        t = re.sub(r"^[ \t]*#.*$", "", t, flags=re.M)
+        refd.update(re.findall(r"\$[({](" + name + r")[)}:]", t))
+        refd.update(re.findall(r"\$\((?:value|origin|flavor) (" + name + r")\)", t))
+        refd.update(re.findall(r"^[ \t]*(?:ifdef|ifndef)[ \t]+(" + name + ")", t, re.M))
+        for line in re.findall(r"^[ \t]*export[ \t]+([^:=\n]*)$", t, re.M):
+            refd.update(line.split())
+        bound.update(re.findall(r"\$\(foreach (" + name + "),", t))
+        for v, rhs in re.findall(r"^[ \t]*(?:override[ \t]+)?(?:export[ \t]+)?(" + name + r")[ \t]*(?::=|::=|=|\+=)(.*)$",
+                                 t, re.M):
+            if rhs.strip() != "$(value %s)" % v:
+                assigned.add(v)
+        assigned.update(re.findall(r"^define[ \t]+(" + name + ")", t, re.M))
+        defaults.update(re.findall(r"^[ \t]*(" + name + r")[ \t]*\?=", t, re.M))
+    for t in texts:
+        scan(t)
+    for t in plan_texts:   # plan.mk's text: the string literals plan prints
+        scan("".join(x.replace("\\n", "\n").replace("\\t", "\t") for x in re.findall(r'"((?:[^"\\]|\\.)*)"', t)))
+    builtin = {"MAKE", "MAKECMDGOALS", "CURDIR", "MAKEFLAGS", "MFLAGS", "MAKE_RESTARTS", "MAKELEVEL", "SAFE_NAMES_MK"}
+    return ((refd - assigned - bound - builtin) | defaults) - {"BUILD"}   # BUILD= is refused (the Makefile)
+
+
+def read(path):
+    return open(os.path.join(repo, path)).read()
+
+
+mk_texts = [read("Makefile")] + [read(os.path.join("mk", f)) for f in sorted(os.listdir(os.path.join(repo, "mk")))
+                                 if f.endswith(".mk")]
+plan_texts = [read(os.path.join("stages/plan", f)) for f in sorted(os.listdir(os.path.join(repo, "stages/plan")))
+              if f.endswith(".c")]
+users = user_variables(mk_texts, plan_texts)
+m = make_r("-s", "--eval=safe-vars:;@echo $(SAFE_NAMES) / $(SAFE_FLAGS) / $(SAFE_TEXT)", "safe-vars")
+classes = [c.split() for c in m.stdout.split("/")] if m.returncode == 0 else [[], [], []]
+names, flags, text = (classes + [[], [], []])[:3]
+declared = set(names) | set(flags) | set(text)
+ok({"SHARDS", "SHARD", "LAUNCHER", "PARITY_SHARD_MERGE", "SLURM_FLAGS", "SLURM_TIME", "CRITERION", "MODEL", "CC"} <= users,
+   "the enumeration finds the user variables of the Makefile, mk/*.mk and plan.mk (%d)" % len(users), sorted(users))
+ok(user_variables(["probe: ; @echo '$(NEWVAR)'\nOTHER ?= 1\n"], ['printf("$(NEWPLANVAR)\\n");']) >= {"NEWVAR", "OTHER", "NEWPLANVAR"},
+   "control: a variable a new rule reads, a ?= default and one plan.mk reads are each found")
+ok(users <= declared, "every user variable is declared in one class of mk/safe-names.mk",
+   "undeclared: %s" % sorted(users - declared))
+# a text variable reaches its program through the environment only
+in_recipes = [v for v in text for t in mk_texts + plan_texts if re.search(r"\$[({]" + v + r"\b", t)]
+ok(text and not in_recipes, "SAFE_TEXT variables (%s) never appear in a rule's text" % " ".join(text), in_recipes)
+
+
+def probe_make(args, env_add=None):
+    env = dict(os.environ, **(env_add or {}))
+    return subprocess.run(["make", "-o", "build/bin/plan", "-o", "build/.deps-ok"] + list(args), cwd=R,
+                          capture_output=True, text=True, env=env)
+
+
+allowed = {"names": set(string.ascii_letters + string.digits + "._- "),
+           "flags": set(string.ascii_letters + string.digits + "._- /+=,:@")}
+bad, refused = [], 0
+for var in sorted(declared):
+    cls = "names" if var in names else "flags" if var in flags else "text"
+    for i, v in enumerate(payloads("v" + var)):
+        plain = set(v) <= allowed["names" if cls == "names" else "flags"] if cls != "text" else "\n" not in v and "\t" not in v
+        ways = [("cmd", ["plan", "MODEL=good", "%s=%s" % (var, v)] if var != "MODEL" else ["plan", "MODEL=" + v], None)]
+        if i < 4:   # the make functions and substitutions also from the environment, and with -n
+            ways += [("env", ["plan"] + (["MODEL=good"] if var != "MODEL" else []), {var: v}),
+                     ("cmd -n", ["-n", "plan", "MODEL=good", "%s=%s" % (var, v)] if var != "MODEL" else ["-n", "plan", "MODEL=" + v], None)]
+        for how, args, env_add in ways:
+            m = probe_make(args, env_add)
+            lines = [l for l in m.stderr.splitlines() if l.strip()]
+            if plain:
+                continue   # a value in the class's alphabet is taken; only no canary is asked (below)
+            refused += 1
+            if m.returncode != 2 or len(lines) != 1 or ("%s='" % var) not in lines[0] or "the value given" not in lines[0]:
+                bad.append("%s %s=%r: rc %d %s" % (how, var, v, m.returncode, m.stderr.strip()[-300:]))
+ok(not bad and refused > 3 * len(declared),
+   "every declared variable (%d) with a hostile value, on the command line, from the environment and with -n: "
+   "make refuses it, exit 2 and one line naming it (%d probes)" % (len(declared), refused), "\n".join(bad))
+m = probe_make(["-n", "plan", "MODEL=good", "UNDECLARED_X=$(shell touch Cundeclared)"])
+ok(m.returncode == 2 and "UNDECLARED_X='$(shell touch Cundeclared)': flags use only" in m.stderr, "an undeclared command-line variable is checked too",
+   m.stderr)
+m = probe_make(["--eval=probe-env: ; @echo '$(UNDECLARED_Y)'", "probe-env"], {"UNDECLARED_Y": "$(shell touch Cundeclared)"})
+ok(m.returncode == 0 and m.stdout.strip() == "$(shell touch Cundeclared)",
+   "an undeclared environment variable read by a rule is text: it runs nothing", m.stdout + m.stderr)
+m = probe_make(["-n", "plan", "MODEL=good", "SLURM_FLAGS=--qos=high --exclusive", "SLURM_TIME=1:00:00", "CRITERION=cosine=0.99",
+                "FILTER=Conv|Relu.*"])
+ok(m.returncode == 0, "ordinary values of the flag and text classes are taken", m.stderr)
 canaries = [f for d in (R, W) for f in os.listdir(d) if f.startswith("C")]
 ok(not canaries, "no canary from file names or make variables", canaries)
 

@@ -141,7 +141,10 @@ static int set_text(coco_decode_opts_t *o, const char *key, const char *v, perr_
     else if (!strcmp(key, "meta")) set_str(&o->meta_dir, v);
     else if (!strcmp(key, "normalized")) o->normalized = 1;
     else if (!strcmp(key, "clip")) o->clip = o->clip_set = 1;
-    else if (!strcmp(key, "label_map")) return set_label_map_name(o, v, e);
+    else if (!strcmp(key, "label_map")) {
+        set_str(&o->label_src, "--label-map");
+        return set_label_map_name(o, v, e);
+    }
     else if (!strcmp(key, "box_format")) {
         if (pick(v, format_names, "--box-format", &k, e)) return -1;
         o->format = (coco_box_format_t)k;
@@ -177,12 +180,14 @@ int coco_decode_opts_apply(coco_decode_opts_t *o, const char *const *opts, int n
     return check_head(o, e);
 }
 
-static int from_config(coco_decode_opts_t *o, const config_t *c, const char *section, perr_t *e)
+static int from_config(coco_decode_opts_t *o, const config_t *c, const char *file, const char *section, perr_t *e)
 {
     const char *sec = strcmp(section, ".") ? section : NULL;
     const cfg_node_t *node = sec ? config_get(c, sec) : c->root;
-    if (!node) return 0;
     char w[512];
+    if (!node && file)   /* a misspelt --section is not "all defaults" */
+        return BAD(e, "%s: no section '%s' of decoding settings (--section)", file, section);
+    if (!node) return 0;
     if (node->kind != CFG_MAP)
         return BAD(e, "%s: %s: expected a mapping of decoding settings", cfg_node_where(node, w, sizeof w), section);
     for (int64_t i = 0; i < node->n; i++) {
@@ -216,8 +221,10 @@ static int from_config(coco_decode_opts_t *o, const config_t *c, const char *sec
     if ((r = config_double(c, KEY("score_threshold"), &o->threshold, e)) < 0) return -1;
     if (r) o->has_threshold = 1;
     if ((r = config_int(c, KEY("top_k"), &o->top_k, e)) < 0) return -1;
-    if (r && o->top_k < 0) return BAD(e, "%s: top_k must be >= 0", KEY("top_k"));
+    if (r && o->top_k < 0)
+        return BAD(e, "%s: %s must be >= 0", cfg_node_where(config_get(c, KEY("top_k")), w, sizeof w), key);
     const cfg_node_t *lm = config_get(c, KEY("label_map"));
+    if (lm) set_str(&o->label_src, cfg_node_where(lm, w, sizeof w));
     if (lm && lm->kind == CFG_SEQ) {
         int64_t *ids = xmalloc((lm->n ? lm->n : 1) * sizeof *ids);
         int rc = 0;
@@ -227,10 +234,7 @@ static int from_config(coco_decode_opts_t *o, const config_t *c, const char *sec
         if (rc) return -1;
     } else if (lm) {
         if (cfg_node_str(lm, key, &s, e)) return -1;
-        if (set_label_map_name(o, s, e)) {
-            char w[512];
-            return perr_prefix(e, "%s: %s: ", cfg_node_where(lm, w, sizeof w), key);
-        }
+        if (set_label_map_name(o, s, e)) return perr_prefix(e, "%s: %s: ", o->label_src, key);
     }
 #undef KEY
     return 0;
@@ -248,7 +252,7 @@ static void set_defaults(coco_decode_opts_t *o)
 int coco_decode_opts_from(coco_decode_opts_t *o, const config_t *c, const char *section, perr_t *e)
 {
     set_defaults(o);
-    return from_config(o, c, section, e) || check_head(o, e) ? -1 : 0;
+    return from_config(o, c, NULL, section, e) || check_head(o, e) ? -1 : 0;
 }
 
 int coco_decode_opts_init(coco_decode_opts_t *o, const char *file, const char *section,
@@ -268,7 +272,7 @@ int coco_decode_opts_init(coco_decode_opts_t *o, const char *file, const char *s
             snprintf(buf, sizeof buf, "%s", sets[i]);
         rc = config_set(c, buf, e);
     }
-    if (!rc) rc = from_config(o, c, section, e);
+    if (!rc) rc = from_config(o, c, file, section, e);
     if (!rc) rc = check_head(o, e);
     config_free(c);
     return rc;
@@ -277,6 +281,7 @@ int coco_decode_opts_init(coco_decode_opts_t *o, const char *file, const char *s
 void coco_decode_opts_free(coco_decode_opts_t *o)
 {
     free(o->labels); free(o->boxes); free(o->scores); free(o->label_map); free(o->meta_dir); free(o->label_map_src);
+    free(o->label_src);
     yolo_opts_free(&o->yolo);
     memset(o, 0, sizeof *o);
 }

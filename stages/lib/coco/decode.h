@@ -67,6 +67,7 @@ typedef struct coco_decode_opts {
     int64_t *label_map;      /* NULL: identity */
     int64_t nlabel_map;
     char *label_map_src;     /* the label map's file, or NULL */
+    char *label_src;         /* where the label map was set ("FILE:LINE:COL", "--label-map"), for messages */
     char *meta_dir;          /* NULL: the outputs folder */
     yolo_opts_t yolo;        /* head YOLO_NONE: labels/boxes/scores */
     int clip_set;            /* clip was given (its default depends on head) */

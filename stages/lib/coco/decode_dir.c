@@ -202,8 +202,8 @@ static int label_to_category(const tensor_t *lt, int64_t i, const coco_decode_op
         return 0;
     }
     if (lab < 0 || lab >= o->nlabel_map)
-        return BAD(e, "%s: detection %lld: label %lld is outside the label map (%lld classes)", what,
-                   (long long)i, (long long)lab, (long long)o->nlabel_map);
+        return BAD(e, "%s: detection %lld: label %lld is outside the label map (%lld classes, set at %s)", what,
+                   (long long)i, (long long)lab, (long long)o->nlabel_map, o->label_src ? o->label_src : "?");
     *out = o->label_map[lab];
     return 0;
 }

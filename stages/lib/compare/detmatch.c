@@ -255,7 +255,10 @@ static void match_sample(const dets_t *A, const dets_t *B, const dm_config_t *c,
     r->extra -= r->label_flips - before;
     r->missed -= r->label_flips - before;
     for (int64_t i = 0; i < A->n; i++) r->a_above += A->score[i] >= c->score_floor;
-    for (int64_t j = 0; j < B->n; j++) r->ref_above += B->score[j] >= c->score_floor;
+    for (int64_t j = 0; j < B->n; j++) {
+        r->ref_above += B->score[j] >= c->score_floor;
+        if (B->score[j] == B->score[j] && !(B->score[j] <= r->ref_best)) r->ref_best = B->score[j];
+    }
     free(fa);
     free(fb);
     free(order);
@@ -264,6 +267,7 @@ static void match_sample(const dets_t *A, const dets_t *B, const dm_config_t *c,
 int dm_run(const cmp_side_t *a, const cmp_side_t *b, const dm_config_t *c, dm_result_t *r, perr_t *e)
 {
     memset(r, 0, sizeof *r);
+    r->ref_best = NAN;
     int *ia, *ib;
     int m = match_samples(a, b, &ia, &ib, e);
     if (m < 0) return -1;
@@ -294,9 +298,23 @@ int dm_run(const cmp_side_t *a, const cmp_side_t *b, const dm_config_t *c, dm_re
     return rc;
 }
 
+int dm_judged(const dm_result_t *r)
+{
+    return r->samples > 0 && r->ref_above > 0;
+}
+
 int dm_passed(const dm_result_t *r)
 {
-    return r->missed == 0 && r->extra == 0 && r->label_flips == 0;
+    return dm_judged(r) && r->missed == 0 && r->extra == 0 && r->label_flips == 0;
+}
+
+const char *dm_not_judged(const dm_result_t *r, const dm_config_t *c, char *buf, size_t n)
+{
+    if (!r->samples) snprintf(buf, n, "no sample to match detections in");
+    else if (r->ref_best != r->ref_best) snprintf(buf, n, "the reference has no detection in %d sample%s", r->samples, r->samples == 1 ? "" : "s");
+    else snprintf(buf, n, "no reference detection at or above the score floor %g (the reference's best score is %.3g): "
+                  "lower compare.score_floor", c->score_floor, r->ref_best);
+    return buf;
 }
 
 /* ---- reporting ------------------------------------------------------------------- */
@@ -344,6 +362,8 @@ json_t *dm_json(const dm_result_t *r, const dm_config_t *c)
     json_object_set_new(o, "iou", dist_json(r->iou, r->n, 0));
     json_object_set_new(o, "score_drift", dist_json(r->dscore, r->n, 1));
     json_object_set_new(o, "box_drift", dist_json(r->dbox, r->n, 1));
+    json_object_set_new(o, "reference_best_score", r->ref_best == r->ref_best ? json_real(r->ref_best) : json_null());
+    json_object_set_new(o, "judged", json_boolean(dm_judged(r)));
     json_object_set_new(o, "passed", json_boolean(dm_passed(r)));
     return o;
 }

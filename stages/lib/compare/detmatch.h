@@ -37,14 +37,20 @@ typedef struct dm_result {
     int samples;
     int64_t ref_above, a_above;      /* detections at or above the floor */
     int64_t matched, missed, extra, label_flips;   /* matched: every pair, floor or not */
+    double ref_best;                 /* the reference's highest score (NAN: no detection) */
     int64_t n;                       /* matched pairs where either side is above the floor
                                         (JSON "matched"; "matched_all" is every pair) */
     double *iou, *dscore, *dbox;     /* per such pair: IoU, |score a - b|, max |coordinate a - b| */
 } dm_result_t;
 
 int dm_run(const cmp_side_t *a, const cmp_side_t *b, const dm_config_t *c, dm_result_t *r, perr_t *e);
-/* 1 when nothing is missed, extra or flipped. */
+/* 1 when something was judged (a sample, a reference detection at or above
+ * the floor: with none, every candidate below it passes whatever it holds). */
+int dm_judged(const dm_result_t *r);
+/* 1 when judged and nothing is missed, extra or flipped. */
 int dm_passed(const dm_result_t *r);
+/* Why nothing was judged, in words (buf). */
+const char *dm_not_judged(const dm_result_t *r, const dm_config_t *c, char *buf, size_t n);
 json_t *dm_json(const dm_result_t *r, const dm_config_t *c);
 void dm_result_free(dm_result_t *r);
 

@@ -190,6 +190,8 @@ void report_text(FILE *f, const cmp_report_t *rep)
     if (c.smissing) fprintf(f, "; %lld sample%s missing in A", (long long)c.smissing, c.smissing > 1 ? "s" : "");
     if (c.sextra) fprintf(f, "; %lld extra sample%s in A", (long long)c.sextra, c.sextra > 1 ? "s" : "");
     if (c.unjudged) fprintf(f, "; %lld not judged", (long long)c.unjudged);
+    if (!cmp_report_judged(rep))
+        fprintf(f, "\nnot judged: every compared tensor is empty (0 elements)");
     fprintf(f, "\n%s\n", cmp_report_status(rep) == EXIT_PASS ? "PASSED" : "FAILED");
 }
 
@@ -352,6 +354,8 @@ json_t *report_json(const cmp_report_t *rep)
     json_object_set_new(k, "samples_extra", json_integer(c.sextra));
     json_object_set_new(k, "not_judged", json_integer(c.unjudged));
     json_object_set_new(o, "passed", json_boolean(cmp_report_status(rep) == EXIT_PASS));
+    json_object_set_new(o, "judged", json_boolean(cmp_report_judged(rep)));
+    if (!cmp_report_judged(rep)) json_object_set_new(o, "not_judged", json_string("every compared tensor is empty (0 elements)"));
     json_object_set_new(o, "counts", k);
     json_t *arr = json_array();
     for (int i = 0; i < rep->n; i++) json_array_append_new(arr, result_json(&rep->r[i]));

@@ -134,11 +134,30 @@ void cmp_report_free(cmp_report_t *rep)
     memset(rep, 0, sizeof *rep);
 }
 
+int64_t cmp_report_elements(const cmp_report_t *rep)
+{
+    int64_t n = 0;
+    for (int i = 0; i < rep->n; i++)
+        if (rep->r[i].status == RES_PASS || rep->r[i].status == RES_FAIL) n += rep->r[i].st.n;
+    return n;
+}
+
+int cmp_report_judged(const cmp_report_t *rep)
+{
+    int64_t n = 0;
+    for (int i = 0; i < rep->n; i++) {
+        if (rep->r[i].unjudged) continue;   /* left out by the output selection (--judge, --ignore) */
+        if (rep->r[i].status != RES_PASS) return 1;   /* a failure is a judgement */
+        n += rep->r[i].st.n;
+    }
+    return n > 0;
+}
+
 int cmp_report_status(const cmp_report_t *rep)
 {
     for (int i = 0; i < rep->n; i++)
         if (rep->r[i].status != RES_PASS && !rep->r[i].unjudged) return EXIT_CHECK;
-    return EXIT_PASS;
+    return cmp_report_judged(rep) ? EXIT_PASS : EXIT_CHECK;   /* only empty tensors: nothing judged */
 }
 
 static void set_shape(int *nd, int64_t *dims, const tensor_t *t)

@@ -69,7 +69,11 @@ int cmp_one(const cmp_set_t *sa, int ka, const cmp_set_t *sb, int kb, const cmp_
             cmp_work_t *w, cmp_result_t *r, int64_t *bytes, perr_t *e);
 cmp_result_t *report_add(cmp_report_t *rep, const char *sample, const char *name, res_status_t st);
 void cmp_report_free(cmp_report_t *rep);
-/* Exit status: 0 when every result passed, 1 otherwise. */
+/* Elements compared (results PASS or FAIL); 0: nothing was judged. */
+int64_t cmp_report_elements(const cmp_report_t *rep);
+/* 0 when every result passed over 0 elements (only empty tensors). */
+int cmp_report_judged(const cmp_report_t *rep);
+/* Exit status: 0 when every result passed and some element was compared, 1 otherwise. */
 int cmp_report_status(const cmp_report_t *rep);
 
 /* Pairs of sample indices (-1 for a sample on one side only). */

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <yaml.h>
 #include "config/config.h"
 #include "config/config_scalar.h"
@@ -40,20 +41,80 @@ static void node_free(cfg_node_t *nd)
     free(nd->items);
     free(nd->keys);
     free(nd->key_pos);
+    free(nd->slot);
     free(nd->text);
     free(nd);
+}
+
+/* ---- key index: a mapping's keys found in constant time, so reading a
+ * mapping of n keys (each checked against the ones before it for a
+ * duplicate) is linear, not quadratic (issue 39: 80k keys took 31 s). A
+ * small mapping is scanned; from MAP_INDEX_MIN keys on, an open-addressing
+ * table of key indices, at most half full. The hash is keyed by a random
+ * seed so no file can be written to make every key collide. ---- */
+
+#define MAP_INDEX_MIN 16
+
+static uint64_t key_hash(const char *key)
+{
+    static uint64_t seed;
+    if (!seed) {
+        if (getrandom(&seed, sizeof seed, GRND_NONBLOCK) != sizeof seed)
+            seed = (uint64_t)(uintptr_t)&seed;
+        seed |= 1;
+    }
+    uint64_t h = seed;
+    for (const unsigned char *p = (const unsigned char *)key; *p; p++) {
+        h = (h ^ *p) * 0x100000001b3ULL;
+        h ^= h >> 29;
+    }
+    h *= 0xbf58476d1ce4e5b9ULL;
+    return h ^ (h >> 31);
+}
+
+static void index_put(cfg_node_t *map, int64_t i)
+{
+    uint64_t mask = (uint64_t)map->nslot - 1;
+    for (uint64_t s = key_hash(map->keys[i]) & mask;; s = (s + 1) & mask)
+        if (!map->slot[s]) {
+            map->slot[s] = i + 1;
+            return;
+        }
+}
+
+/* Makes room for one more key: builds or doubles the index when needed. */
+static void index_grow(cfg_node_t *map)
+{
+    if (map->n + 1 < MAP_INDEX_MIN || 2 * (map->n + 1) <= map->nslot)
+        return;
+    int64_t want = 64;
+    while (want < 2 * (map->n + 1))
+        want *= 2;
+    free(map->slot);
+    map->slot = xcalloc((size_t)want, sizeof *map->slot);
+    map->nslot = want;
+    for (int64_t i = 0; i < map->n; i++)
+        index_put(map, i);
 }
 
 /* Adds a child (key and its position kline:kcol only for mappings). */
 static void node_append(cfg_node_t *nd, char *key, int kline, int kcol, cfg_node_t *child)
 {
-    nd->items = xrealloc(nd->items, (size_t)(nd->n + 1) * sizeof *nd->items);
+    if (nd->n == nd->cap) {   /* doubling: appending n children is linear */
+        nd->cap = nd->cap ? 2 * nd->cap : 4;
+        nd->items = xrealloc(nd->items, (size_t)nd->cap * sizeof *nd->items);
+        if (nd->kind == CFG_MAP) {
+            nd->keys = xrealloc(nd->keys, (size_t)nd->cap * sizeof *nd->keys);
+            nd->key_pos = xrealloc(nd->key_pos, (size_t)nd->cap * 2 * sizeof *nd->key_pos);
+        }
+    }
     if (nd->kind == CFG_MAP) {
-        nd->keys = xrealloc(nd->keys, (size_t)(nd->n + 1) * sizeof *nd->keys);
-        nd->key_pos = xrealloc(nd->key_pos, (size_t)(nd->n + 1) * 2 * sizeof *nd->key_pos);
+        index_grow(nd);
         nd->keys[nd->n] = key;
         nd->key_pos[2 * nd->n] = kline;
         nd->key_pos[2 * nd->n + 1] = kcol;
+        if (nd->nslot)
+            index_put(nd, nd->n);
     }
     nd->items[nd->n++] = child;
 }
@@ -62,9 +123,16 @@ static int64_t map_index(const cfg_node_t *map, const char *key)
 {
     if (!map || map->kind != CFG_MAP)
         return -1;
-    for (int64_t i = 0; i < map->n; i++)
-        if (strcmp(map->keys[i], key) == 0)
-            return i;
+    if (!map->nslot) {
+        for (int64_t i = 0; i < map->n; i++)
+            if (strcmp(map->keys[i], key) == 0)
+                return i;
+        return -1;
+    }
+    uint64_t mask = (uint64_t)map->nslot - 1;
+    for (uint64_t s = key_hash(key) & mask; map->slot[s]; s = (s + 1) & mask)
+        if (strcmp(map->keys[map->slot[s] - 1], key) == 0)
+            return map->slot[s] - 1;
     return -1;
 }
 

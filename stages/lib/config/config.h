@@ -33,6 +33,9 @@ typedef struct cfg_node {
     char **keys;            /* CFG_MAP: keys, in file order */
     int *key_pos;           /* CFG_MAP: line and column of each key (2 ints per key) */
     struct cfg_node **items;/* children */
+    int64_t cap;            /* room in items (and keys, key_pos) */
+    int64_t *slot;          /* CFG_MAP of many keys: hash index, slot = key index + 1 (0: empty) */
+    int64_t nslot;          /* its size, a power of two (0: none yet, keys are scanned) */
 } cfg_node_t;
 
 typedef struct config {

@@ -1,6 +1,7 @@
 /* npy.c — reading and writing NumPy .npy arrays. The header is a Python dict
  * literal; we parse exactly the three keys numpy writes and refuse anything
  * else (big-endian, Fortran order, object arrays) with a clear message. */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include "io/npy.h"
@@ -167,8 +168,9 @@ int npy_write(const char *path, const tensor_t *t, perr_t *e)
     atomic_file_t af;
     if (atomic_open(&af, path, e)) return -1;
     if (fwrite(hdr, 1, h, af.f) != h || (bytes && fwrite(t->data, 1, bytes, af.f) != bytes)) {
+        int err = errno;
         atomic_abort(&af);
-        return BAD(e, "%s: write failed", path);
+        return write_error(e, path, err);
     }
     return atomic_commit(&af, e);
 }

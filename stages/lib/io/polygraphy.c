@@ -8,6 +8,7 @@
  *   inputs      [{name: ndarray, ...}, ...]                              (--save-inputs)
  * Older files mark classes with "__polygraphy_encoded_<class>" keys; the
  * structure is the same, so it is recognised by shape, not by marker. */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include "io/polygraphy.h"
@@ -335,7 +336,7 @@ int poly_writer_add(poly_writer_t *w, const char *name, const tensor_t *t, perr_
         fputs("\", \"polygraphy_class\": \"ndarray\"},\n        \"polygraphy_class\": \"LazyArray\"}", f);
     else
         fputs("\", \"polygraphy_class\": \"ndarray\"}", f);
-    if (ferror(f)) return BAD(e, "%s: write failed", w->af.path);
+    if (ferror(f)) return write_error(e, w->af.path, errno);
     return 0;
 }
 

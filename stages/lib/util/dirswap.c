@@ -1,13 +1,18 @@
 /* dirswap.c — publishing a folder atomically: a stage fills DIR.tmp.PID and
- * swaps it into place, so a folder that exists is always complete; and
- * sweeping the staging names (NAME.tmp.PID, NAME.old.PID) that a killed run
- * left behind. */
+ * swaps it into place, so a folder that exists is always complete; sweeping
+ * the staging names (NAME.tmp.PID, NAME.old.PID) that a killed run left
+ * behind; and removing this process's own staging names when SIGTERM,
+ * SIGINT or SIGHUP stops it (SIGKILL cannot be caught: the sweep of the
+ * rerun removes those). */
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 #include "util/fsutil.h"
 
@@ -23,11 +28,114 @@ static long staging_pid(const char *entry, const char *base)
     return strtol(d, NULL, 10);
 }
 
-/* A staging name is stale when its process is gone: kill(pid, 0) says ESRCH.
- * A live process (ours, another run's, or one we may not signal) keeps it. */
+/* A process that was killed but not yet reaped by its parent (a zombie)
+ * holds its PID and writes nothing more. */
+static int pid_zombie(long pid)
+{
+    char path[64], buf[256];
+    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+    FILE *f = fopen(path, "r");
+    if (!f) return 0;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    const char *paren = strrchr(buf, ')');
+    return paren && paren[1] == ' ' && paren[2] == 'Z';
+}
+
+/* A staging name is stale when its process is gone: kill(pid, 0) says ESRCH,
+ * or it is a zombie. A live process (ours, another run's, or one we may not
+ * signal) keeps it. */
 static int pid_gone(long pid)
 {
-    return pid > 0 && pid != (long)getpid() && kill((pid_t)pid, 0) != 0 && errno == ESRCH;
+    if (pid <= 0 || pid == (long)getpid()) return 0;
+    if (kill((pid_t)pid, 0) != 0) return errno == ESRCH;
+    return pid_zombie(pid);
+}
+
+/* ---- this process's staging names, removed when a signal stops it ----
+ * Fixed slots filled by whichever thread stages a name; the handler uses
+ * only async-signal-safe calls (open, getdents64, unlinkat). A name that
+ * finds no free slot is left to the rerun's sweep. */
+#define STAGE_SLOTS 64
+static struct { volatile int state; char path[PATH_MAX]; } stage_slot[STAGE_SLOTS];   /* state: 0 free, 1 claimed, 2 set */
+static volatile int stage_handlers;
+
+struct linux_dirent64 { unsigned long long d_ino; long long d_off; unsigned short d_reclen; unsigned char d_type; char d_name[]; };
+
+/* Empties the folder open as fd (depth-limited), with signal-safe calls only. */
+static void empty_dir_fd(int fd, int depth)
+{
+    char buf[2048];
+    for (int pass = 0; pass < 64; pass++) {
+        long n = syscall(SYS_getdents64, fd, buf, sizeof buf);
+        if (n <= 0) return;
+        for (long off = 0; off < n;) {
+            struct linux_dirent64 *d = (struct linux_dirent64 *)(buf + off);
+            off += d->d_reclen;
+            if (!strcmp(d->d_name, ".") || !strcmp(d->d_name, "..")) continue;
+            if (unlinkat(fd, d->d_name, 0) == 0 || depth >= 8) continue;
+            int sub = openat(fd, d->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
+            if (sub < 0) continue;
+            empty_dir_fd(sub, depth + 1);
+            close(sub);
+            unlinkat(fd, d->d_name, AT_REMOVEDIR);
+        }
+        lseek(fd, 0, SEEK_SET);
+    }
+}
+
+static void remove_staged(const char *path)
+{
+    if (unlink(path) == 0) return;
+    int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
+    if (fd < 0) return;
+    empty_dir_fd(fd, 0);
+    close(fd);
+    rmdir(path);
+}
+
+static void on_stop_signal(int sig)
+{
+    for (int i = 0; i < STAGE_SLOTS; i++)
+        if (stage_slot[i].state == 2) remove_staged(stage_slot[i].path);
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+static void install_stop_handlers(void)
+{
+    static const int sigs[] = {SIGTERM, SIGINT, SIGHUP};
+    if (__atomic_exchange_n(&stage_handlers, 1, __ATOMIC_ACQ_REL)) return;
+    for (int i = 0; i < 3; i++) {
+        struct sigaction old, sa = {0};
+        if (sigaction(sigs[i], NULL, &old) || old.sa_handler != SIG_DFL) continue;   /* an ignored signal stays so */
+        sa.sa_handler = on_stop_signal;
+        sigemptyset(&sa.sa_mask);
+        sigaction(sigs[i], &sa, NULL);
+    }
+}
+
+void staging_hold(const char *tmp)
+{
+    if (strlen(tmp) >= PATH_MAX) return;
+    install_stop_handlers();
+    for (int i = 0; i < STAGE_SLOTS; i++) {
+        int expect = 0;
+        if (!__atomic_compare_exchange_n(&stage_slot[i].state, &expect, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) continue;
+        memcpy(stage_slot[i].path, tmp, strlen(tmp) + 1);
+        __atomic_store_n(&stage_slot[i].state, 2, __ATOMIC_RELEASE);
+        return;
+    }
+}
+
+void staging_release(const char *tmp)
+{
+    for (int i = 0; i < STAGE_SLOTS; i++)
+        if (__atomic_load_n(&stage_slot[i].state, __ATOMIC_ACQUIRE) == 2 && !strcmp(stage_slot[i].path, tmp)) {
+            __atomic_store_n(&stage_slot[i].state, 0, __ATOMIC_RELEASE);
+            return;
+        }
 }
 
 /* Each folder is listed once per process: the staging names of dead
@@ -111,11 +219,13 @@ char *dir_stage_begin(const char *final, perr_t *e)
         free(tmp);
         return NULL;
     }
+    staging_hold(tmp);
     return tmp;
 }
 
 int dir_stage_commit(char *tmp, const char *final, perr_t *e)
 {
+    staging_release(tmp);
     size_t n = strlen(final) + 32;
     char *old = xmalloc(n);
     snprintf(old, n, "%s.old.%ld", final, (long)getpid());

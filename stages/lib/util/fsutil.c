@@ -22,17 +22,27 @@ int atomic_open(atomic_file_t *af, const char *path, perr_t *e)
         af->path = af->tmp = NULL;
         return -1;
     }
+    staging_hold(af->tmp);
     return 0;
+}
+
+int write_error(perr_t *e, const char *path, int err)
+{
+    return BAD(e, "%s: cannot write: %s", path, strerror(err ? err : EIO));
 }
 
 int atomic_commit(atomic_file_t *af, perr_t *e)
 {
-    int bad = ferror(af->f);
-    if (fflush(af->f) != 0) bad = 1;
-    if (fclose(af->f) != 0) bad = 1;
+    /* the system's reason: a failed fwrite left it in errno (ENOSPC, EROFS,
+     * ...), or the flush or close of what was buffered reports it now */
+    int err = ferror(af->f) ? errno : 0;
+    if (fflush(af->f) != 0 && !err) err = errno ? errno : EIO;
+    if (fclose(af->f) != 0 && !err) err = errno ? errno : EIO;
     af->f = NULL;
-    if (bad || rename(af->tmp, af->path) != 0) {
-        BAD(e, "%s: write failed: %s", af->path, strerror(errno));
+    if (!err && rename(af->tmp, af->path) != 0) err = errno;
+    staging_release(af->tmp);
+    if (err) {
+        write_error(e, af->path, err);
         unlink(af->tmp);
         free(af->path); free(af->tmp);
         return -1;
@@ -45,7 +55,7 @@ int atomic_commit(atomic_file_t *af, perr_t *e)
 void atomic_abort(atomic_file_t *af)
 {
     if (af->f) fclose(af->f);
-    if (af->tmp) unlink(af->tmp);
+    if (af->tmp) { unlink(af->tmp); staging_release(af->tmp); }
     free(af->path); free(af->tmp);
     memset(af, 0, sizeof *af);
 }
@@ -55,8 +65,9 @@ int atomic_write(const char *path, const void *data, size_t n, perr_t *e)
     atomic_file_t af;
     if (atomic_open(&af, path, e)) return -1;
     if (n && fwrite(data, 1, n, af.f) != n) {
+        int err = errno;
         atomic_abort(&af);
-        return BAD(e, "%s: write failed", path);
+        return write_error(e, path, err);
     }
     return atomic_commit(&af, e);
 }

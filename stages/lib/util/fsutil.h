@@ -19,6 +19,9 @@ typedef struct atomic_file {
 
 int atomic_open(atomic_file_t *af, const char *path, perr_t *e);
 int atomic_commit(atomic_file_t *af, perr_t *e);
+/* "PATH: cannot write: <strerror(err)>", exit 2 (a full disk, a read-only
+ * or forbidden folder is the environment's, not a bug); err 0 reads EIO. */
+int write_error(perr_t *e, const char *path, int err);
 void atomic_abort(atomic_file_t *af);
 /* Writes a whole buffer atomically. */
 int atomic_write(const char *path, const void *data, size_t n, perr_t *e);
@@ -52,5 +55,11 @@ int remove_tree(const char *path);
  * run (a killed `make validate`); atomic_open and dir_stage_begin call it, so
  * the rerun of an interrupted step cleans up after it. */
 void staging_sweep(const char *final);
+/* This process stages TMP (a file or folder): SIGTERM, SIGINT or SIGHUP
+ * removes it before the process ends (the handlers are installed on the
+ * first call, where the signal is not ignored); staging_release forgets it
+ * once it is committed or removed. atomic_* and dir_stage_* call them. */
+void staging_hold(const char *tmp);
+void staging_release(const char *tmp);
 
 #endif
