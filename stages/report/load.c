@@ -226,7 +226,7 @@ check_t *add_check(report_t *r, const cell_t *c, const char *name, int passed)
 }
 
 /* The check had nothing to judge: it fails, with why. */
-static void not_judged(check_t *k, const char *why)
+void not_judged(check_t *k, const char *why)
 {
     k->passed = k->judged = 0;
     snprintf(k->reason, sizeof k->reason, "not judged: %s", why);

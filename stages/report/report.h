@@ -76,6 +76,8 @@ void grid_text(const cell_t *c, char *b, size_t n);
 
 /* load.c: a check of a cell (its reason empty), appended to r->checks. */
 check_t *add_check(report_t *r, const cell_t *c, const char *name, int passed);
+/* The check judged nothing (its input is missing or empty): it fails, whatever the cell's expectation. */
+void not_judged(check_t *k, const char *why);
 /* task.c: every cell's metric and dmetric; the metric_drop and min_metric checks. */
 void task_set_metrics(report_t *r, const cell_t *ref);
 void task_check(report_t *r, const cell_t *c, const cell_t *ref, const char *name);

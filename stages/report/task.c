@@ -109,9 +109,12 @@ void task_check(report_t *r, const cell_t *c, const cell_t *ref, const char *nam
                 x = add_check(r, c, name, worse <= b);   /* NaN fails */
                 value_text(r, metric, rv, 0, rt, sizeof rt);
                 value_text(r, metric, v - rv, 1, dt, sizeof dt);
-                if (!(worse == worse))
-                    snprintf(x->reason, sizeof x->reason, "%s/%s: no %s for this cell or the reference", c->variant, c->precision,
+                if (!(worse == worse)) {
+                    char why[160];
+                    snprintf(why, sizeof why, "%s/%s: no %s for this cell or the reference", c->variant, c->precision,
                              metric_label(metric));
+                    not_judged(x, why);
+                }
                 else if (!x->passed)
                     snprintf(x->reason, sizeof x->reason, "%s: %s: %s against the reference %s (%s; allowed %.4g)%s", c->precision,
                              dt, vt, ref->name, rt, b,
@@ -119,7 +122,8 @@ void task_check(report_t *r, const cell_t *c, const cell_t *ref, const char *nam
             } else {
                 int is_min = k == 0;
                 x = add_check(r, c, name, is_min ? v >= b : v <= b);
-                if (!x->passed)
+                if (!(v == v)) not_judged(x, "no value of this metric for the reference");
+                else if (!x->passed)
                     snprintf(x->reason, sizeof x->reason, "reference %s is %s the required %.4g", vt, is_min ? "below" : "above", b);
             }
         }

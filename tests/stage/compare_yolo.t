@@ -108,10 +108,12 @@ d = j and j["detections"]
 ok(r.returncode == 1 and d and (d["missed"], d["extra"], d["label_flips"]) == (1, 1, 1),
    "missed 1, extra 1, label flips 1, exit 1 (%s)" % str(d and (d["missed"], d["extra"], d["label_flips"])), r.stderr)
 
-# 3. the decoding settings reach compare: conf_threshold above every score leaves nothing to match
+# 3. the decoding settings reach compare: conf_threshold above every score leaves nothing to match,
+# and a check with nothing to judge fails as "not judged" (issue 39), never passes
 r, j = run(cell, ref, ",conf_threshold=0.95")
 d = j and j["detections"]
-ok(r.returncode == 0 and d and d["matched_all"] == 0 and d["reference_above_floor"] == 0, "conf_threshold=0.95: no detections")
+ok(r.returncode == 1 and d and d["matched_all"] == 0 and d["reference_above_floor"] == 0 and j.get("judged") is False,
+   "conf_threshold=0.95: no detections, not judged, exit 1 (exit %d)" % r.returncode)
 
 # 4. bad specs and heads: exit 2, one line
 for spec, needle in [("head=yolov8,labels=l", "output="), ("head=yolov9", "yolov9"), ("head=yolov8,nms_iou=2", "nms_iou"),
