@@ -20,14 +20,13 @@ as differences to the one two before).
 Usage: gen_coco_segm.py OUT [--images N] [--dets-per-image D] [--seed S]
 The same arguments always give the same bytes (random.Random(seed), no numpy).
 """
-import argparse
 import json
 import math
 import os
-import random
+import sys
 
-COCO_IDS = [i for i in range(1, 91) if i not in
-            (12, 26, 29, 30, 45, 66, 68, 69, 71, 83)]
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from gen_coco import COCO_IDS, setup  # noqa: E402
 SIZES = [(640, 480), (480, 640), (640, 427), (640, 426), (500, 375), (640, 640)]
 
 
@@ -94,14 +93,7 @@ def place(rng, shape, W, H):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("out")
-    ap.add_argument("--images", type=int, default=5000)
-    ap.add_argument("--dets-per-image", type=int, default=100)
-    ap.add_argument("--seed", type=int, default=2017)
-    a = ap.parse_args()
-    rng = random.Random(a.seed)
-    os.makedirs(a.out, exist_ok=True)
+    a, rng = setup()
     library = {}                             # (w, h) -> shapes for false positives
     for w, h in SIZES:
         library[(w, h)] = [Shape(rng, h, w, h) for _ in range(300)]
