@@ -32,7 +32,9 @@ static int load_task_det(json_t *v, int64_t i, det_ctx_t *ctx, const jplace_t *p
         jf_number(v, "score", pl, &d->score, e))
         return -1;
     memset(d->bbox, 0, sizeof d->bbox);
-    ctx->has_bbox[i] = json_object_get(v, "bbox") != NULL;
+    /* loadRes treats an empty "bbox": [] as none */
+    const json_t *bb = json_object_get(v, "bbox");
+    ctx->has_bbox[i] = bb && !(json_is_array(bb) && json_array_size(bb) == 0);
     if (ctx->has_bbox[i] && jf_bbox(v, "bbox", pl, d->bbox, e)) return -1;
     int64_t ii = coco_gt_img_index(ctx->gt, d->image_id);
     if (ii < 0) {

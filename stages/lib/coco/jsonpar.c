@@ -318,7 +318,9 @@ static int parse_chunk(par_job_t *job, int64_t c, char **tmp, size_t *tmpcap, pe
     (*tmp)[n + 1] = ']';
     chunk_map_t m = { a->cbeg[c] };
     arena_begin();
-    json_t *arr = jsonpar_load(*tmp, n + 2, a->what, a->buf, a->len, map_chunk_pos, &m, e);
+    /* the quick lexer for plain chunks; jansson for the rest and for errors */
+    json_t *arr = jsonpar_fast(*tmp, n + 2);
+    if (!arr) arr = jsonpar_load(*tmp, n + 2, a->what, a->buf, a->len, map_chunk_pos, &m, e);
     if (!arr) {
         arena_end();
         return -1;
