@@ -214,7 +214,7 @@ static void poly_intervals(const double *xy, uint32_t k, uint32_t h, uint32_t w,
         raster_edge(&r, (int)(5 * xy[2 * j] + .5), (int)(5 * xy[2 * j + 1] + .5),
                     (int)(5 * xy[2 * j1] + .5), (int)(5 * xy[2 * j1 + 1] + .5));
     }
-    qsort(b.v, b.n, sizeof *b.v, cmp_u32);
+    if (b.n > 1) qsort(b.v, b.n, sizeof *b.v, cmp_u32);
     uint64_t hw = (uint64_t)h * w;
     size_t nt = 0;
     for (size_t i = 0; i < b.n;) {
@@ -275,7 +275,7 @@ int coco_rle_from_polys(coco_mask_t *m, const double *xy, const uint32_t *npts, 
     }
     /* union of the polygons' intervals (maskApi's rleMerge) */
     size_t ni = iv.n / 2;
-    qsort(iv.v, ni, 2 * sizeof *iv.v, cmp_iv);
+    if (ni > 1) qsort(iv.v, ni, 2 * sizeof *iv.v, cmp_iv);
     uint32_t *c = xmalloc((2 * ni + 1) * sizeof *c), nc = 0;
     uint64_t pos = 0;
     for (size_t i = 0; i < ni;) {
