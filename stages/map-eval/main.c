@@ -192,6 +192,9 @@ int main(int argc, char **argv)
         if (type != COCO_KEYPOINTS) die_usage(prog, "--kpt-sigmas applies to --iou-type keypoints");
         parse_sigmas(sigmas, &task);
     }
+    if (type != COCO_BBOX && results_out)
+        die_usage(prog, "--write-results writes box results; it does not apply to --iou-type %s",
+                  coco_iou_type_name(task.type));
     if (type != COCO_BBOX && is_dir(dt_path))
         die_usage(prog, "--iou-type %s takes a results JSON as --dt (decoding a folder yields "
                   "boxes)", coco_iou_type_name(task.type));

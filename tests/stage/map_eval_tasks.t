@@ -164,7 +164,8 @@ expect_error("keypoints", "result without keypoints", KP_GT,
 for args, what in ((["--iou-type", "mask"], "an unknown --iou-type"),
                    (["--iou-type", "segm", "--kpt-sigmas", "0.1"], "--kpt-sigmas without keypoints"),
                    (["--iou-type", "keypoints", "--kpt-sigmas", "0.1,x"], "a --kpt-sigmas that is not numbers"),
-                   (["--iou-type", "segm", "--dt", tmp], "segm with a folder to decode")):
+                   (["--iou-type", "segm", "--dt", tmp], "segm with a folder to decode"),
+                   (["--iou-type", "segm", "-w", path("w.json")], "--write-results with segm")):
     full = ["--gt", path("ok-gt.json")] + (["--dt", path("ok-dt.json")] if "--dt" not in args else []) + args
     rc, so, se = run("map-eval", *full)
     ok(rc == 2 and so == "" and len(se.strip().splitlines()) >= 1, "usage error: %s (exit 2)" % what, (rc, se))
