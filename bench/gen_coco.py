@@ -47,15 +47,20 @@ def jitter(rng, b, W, H, sigma):
     return [round(x, 2), round(y, 2), round(w, 2), round(h, 2)]
 
 
-def main():
+def setup():
+    """The command line (shared with gen_coco_segm.py): args, seeded rng, OUT made."""
     ap = argparse.ArgumentParser()
     ap.add_argument("out")
     ap.add_argument("--images", type=int, default=5000)
     ap.add_argument("--dets-per-image", type=int, default=100)
     ap.add_argument("--seed", type=int, default=2017)
     a = ap.parse_args()
-    rng = random.Random(a.seed)
     os.makedirs(a.out, exist_ok=True)
+    return a, random.Random(a.seed)
+
+
+def main():
+    a, rng = setup()
 
     images, anns, dets = [], [], []
     ann_id = 1

@@ -1,9 +1,10 @@
-/* map-eval — COCO bbox mAP, identical to pycocotools, and fast.
+/* map-eval — COCO bbox, segm and keypoints mAP, identical to pycocotools, and fast.
  *
- *   map-eval --gt GT.json --dt RESULTS.json|DIR [--json OUT.json] [--per-category]
- *            [--pr-curves DIR] [--write-results FILE] [decoding options]
+ *   map-eval --gt GT.json --dt RESULTS.json|DIR [--iou-type bbox|segm|keypoints]
+ *            [--json OUT.json] [--per-category] [--pr-curves DIR]
+ *            [--write-results FILE] [decoding options]
  *
- * Prints the 12 COCO stats in pycocotools' layout. --dt takes a COCO results
+ * Prints the 12 COCO stats (10 for keypoints) in pycocotools' layout. --dt takes a COCO results
  * JSON, or a folder of inference outputs (DIR/<sample-id>/<tensor>.npy plus the
  * preprocess meta.json) decoded as the decoding options say (coco/decode.h).
  */
@@ -19,8 +20,12 @@
 
 static const char usage[] =
     "usage: map-eval --gt GT.json --dt RESULTS.json|DIR [options]\n"
-    "COCO bbox evaluation with pycocotools' exact semantics.\n"
+    "COCO bbox, segm or keypoints evaluation with pycocotools' exact semantics.\n"
     "  -g, --gt FILE              COCO ground truth (images, categories, annotations)\n"
+    "  -t, --iou-type T           bbox, segm (masks: RLE or polygons) or keypoints (OKS)\n"
+    "                             [bbox]; segm and keypoints take a results JSON only\n"
+    "      --kpt-sigmas S,S,...   keypoints: the OKS sigma of each keypoint, which also\n"
+    "                             sets their count [COCO's 17 person sigmas]\n"
     "  -d, --dt FILE|DIR          COCO results JSON, or a folder of inference outputs:\n"
     "                             DIR/<sample-id>/<tensor>.npy with the preprocess meta.json\n"
     "  -j, --json FILE            write {\"stats\", \"per_category_AP\", \"pr_curves\", ...}\n"
@@ -62,7 +67,7 @@ enum {
     OPT_PERCAT = 256, OPT_PR, OPT_THREADS, OPT_DECODE, OPT_SECTION, OPT_SET, OPT_META,
     OPT_LABELS, OPT_BOXES, OPT_SCORES, OPT_FORMAT, OPT_COORDS, OPT_NORM, OPT_THR, OPT_TOPK,
     OPT_LMAP, OPT_CLIP, OPT_HEAD, OPT_OUTPUT, OPT_CONF, OPT_NMSIOU, OPT_MAXDET, OPT_MAXNMS, OPT_MULTI,
-    OPT_AGNOSTIC, OPT_NC, OPT_LBINV,
+    OPT_AGNOSTIC, OPT_NC, OPT_LBINV, OPT_SIGMAS,
 };
 
 static const struct option longopts[] = {
@@ -82,6 +87,7 @@ static const struct option longopts[] = {
     {"max-det", required_argument, 0, OPT_MAXDET}, {"max-nms", required_argument, 0, OPT_MAXNMS},
     {"multi-label", required_argument, 0, OPT_MULTI}, {"agnostic", required_argument, 0, OPT_AGNOSTIC},
     {"num-classes", required_argument, 0, OPT_NC}, {"letterbox-inverse", required_argument, 0, OPT_LBINV},
+    {"iou-type", required_argument, 0, 't'}, {"kpt-sigmas", required_argument, 0, OPT_SIGMAS},
     {"help", no_argument, 0, 'h'}, {"version", no_argument, 0, 'V'}, {0, 0, 0, 0},
 };
 
@@ -99,6 +105,25 @@ static void free_args(const char **dopt, int ndopt, const char **sets)
     for (int i = 0; i < ndopt; i++) free((void *)dopt[i]);
     free(dopt);
     free(sets);
+}
+
+/* --kpt-sigmas: positive finite numbers, comma-separated. */
+static void parse_sigmas(const char *arg, coco_task_t *t)
+{
+    int n = 0;
+    const char *p = arg;
+    for (;;) {
+        char *end;
+        double v = strtod(p, &end);
+        if (end == p || !(v > 0) || v > 1e6)
+            die_usage(prog, "--kpt-sigmas: '%s' is not a list of positive numbers", arg);
+        if (n == COCO_MAX_KPTS) die_usage(prog, "--kpt-sigmas: more than %d values", COCO_MAX_KPTS);
+        t->sigmas[n++] = v;
+        if (*end == 0) break;
+        if (*end != ',') die_usage(prog, "--kpt-sigmas: '%s' is not a list of positive numbers", arg);
+        p = end + 1;
+    }
+    t->nkpt = n;
 }
 
 /* With --verbose: the wall and CPU time since the previous call. */
@@ -121,20 +146,26 @@ int main(int argc, char **argv)
 {
     const char *gt_path = NULL, *dt_path = NULL, *json_out = NULL, *pr_dir = NULL;
     const char *results_out = NULL, *decode_file = NULL, *section = "decode";
-    int per_category = 0, quiet = 0, nthreads = jsonpar_default_threads();
+    int per_category = 0, quiet = 0, nthreads = jsonpar_default_threads(), type = COCO_BBOX;
+    const char *sigmas = NULL;
     const char **sets = calloc(argc + 1, sizeof *sets);
     int nsets = 0;
     /* command-line decoding options, applied over the YAML ones */
     const char **dopt = calloc(argc + 1, sizeof *dopt);
     int ndopt = 0;
     int c;
-    while ((c = getopt_long(argc, argv, "g:d:j:w:qvhV", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "g:d:t:j:w:qvhV", longopts, NULL)) != -1) {
         switch (c) {
         case 'g': gt_path = optarg; break;
         case 'd': dt_path = optarg; break;
         case 'j': json_out = optarg; break;
         case 'w': results_out = optarg; break;
         case 'q': quiet = 1; break;
+        case 't':
+            type = coco_iou_type_parse(optarg);
+            if (type < 0) die_usage(prog, "--iou-type wants bbox, segm or keypoints, not '%s'", optarg);
+            break;
+        case OPT_SIGMAS: sigmas = optarg; break;
         case 'v': verbose = 1; break;
         case OPT_PERCAT: per_category = 1; break;
         case OPT_PR: pr_dir = optarg; break;
@@ -166,10 +197,23 @@ int main(int argc, char **argv)
     if (!gt_path) die_usage(prog, "missing --gt GT.json");
     if (!dt_path) die_usage(prog, "missing --dt RESULTS.json or DIR");
 
+    coco_task_t task;
+    coco_task_init(&task, (coco_iou_type_t)type);
+    if (sigmas) {
+        if (type != COCO_KEYPOINTS) die_usage(prog, "--kpt-sigmas applies to --iou-type keypoints");
+        parse_sigmas(sigmas, &task);
+    }
+    if (type != COCO_BBOX && results_out)
+        die_usage(prog, "--write-results writes box results; it does not apply to --iou-type %s",
+                  coco_iou_type_name(task.type));
+    if (type != COCO_BBOX && is_dir(dt_path))
+        die_usage(prog, "--iou-type %s takes a results JSON as --dt (decoding a folder yields "
+                  "boxes)", coco_iou_type_name(task.type));
+
     perr_t e = {0};
     phase(NULL);
     coco_gt_t gt;
-    if (coco_gt_load(gt_path, nthreads, &gt, &e)) die(&e);
+    if (coco_gt_load_task(gt_path, nthreads, &task, &gt, &e)) die(&e);
     phase("gt");
     coco_dets_t dets;
     if (is_dir(dt_path)) {
@@ -182,7 +226,7 @@ int main(int argc, char **argv)
     } else {
         if (decode_file || nsets || ndopt)
             die_usage(prog, "decoding options apply only when --dt is a folder");
-        if (coco_dets_load(dt_path, nthreads, &dets, &e)) die(&e);
+        if (coco_dets_load_task(dt_path, nthreads, &gt, &dets, &e)) die(&e);
     }
     free_args(dopt, ndopt, sets);
     dopt = NULL;

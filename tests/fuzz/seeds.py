@@ -114,6 +114,29 @@ put("labels", "csv", b"file,label\na.png,3\nb.png,0\n")
 put("labels", "json", b'{"a": 1, "b.jpg": 0}')
 put("classes", "lines", b"cat\ndog\r\nbird\n")
 put("classes", "json", b'["cat", "dog"]')
+# segm and keypoints ground truth and results (the coco_gt / coco_results
+# harnesses read each file for every iou type): polygons (two parts),
+# uncompressed RLE with a zero-length run, compressed RLE, a crowd region;
+# 17 keypoints with unlabelled ones and num_keypoints 0
+sq = [1, 1, 5, 1, 5, 4, 1, 4]
+kp = [3, 3, 2, 0, 0, 0] * 8 + [4.5, 2, 1]
+gt = {"images": [{"id": 1, "width": 8, "height": 6}, {"id": 2, "width": 4, "height": 4}],
+      "categories": [{"id": 1, "name": "a"}, {"id": 3, "name": "b"}],
+      "annotations": [{"id": 1, "image_id": 1, "category_id": 1, "bbox": [1, 1, 4, 3], "area": 12, "iscrowd": 0,
+                       "segmentation": [sq, [6, 0, 7.5, 0.5, 6.5, 5.5]], "keypoints": kp, "num_keypoints": 9},
+                      {"id": 2, "image_id": 2, "category_id": 3, "bbox": [0, 0, 4, 4], "area": 16, "iscrowd": 1,
+                       "segmentation": {"size": [4, 4], "counts": [0, 5, 0, 3, 8]}, "keypoints": [0] * 51,
+                       "num_keypoints": 0},
+                      {"id": 3, "image_id": 1, "category_id": 1, "bbox": [0, 0, 2, 6], "area": 11, "iscrowd": 0,
+                       "segmentation": {"size": [6, 8], "counts": "081KS1"}, "keypoints": kp, "num_keypoints": 9}]}
+put("coco_gt", "segm-keypoints.json", json.dumps(gt))
+put("coco_results", "segm.json", json.dumps([
+    {"image_id": 1, "category_id": 1, "segmentation": {"size": [6, 8], "counts": "0<T1"}, "score": 0.9},
+    {"image_id": 2, "category_id": 3, "segmentation": {"size": [4, 4], "counts": [2, 14]}, "score": 0.5},
+    {"image_id": 1, "category_id": 3, "segmentation": [sq], "score": 0.25}]))
+put("coco_results", "keypoints.json", json.dumps([
+    {"image_id": 1, "category_id": 1, "keypoints": kp, "score": 0.9, "bbox": [1, 1, 4, 3]},
+    {"image_id": 2, "category_id": 3, "keypoints": [1.5] * 51, "score": 0.5, "bbox": [0, 0, 1, 1]}]))
 
 # plan.json as plan writes it, with its cells' result files beside it (relative paths)
 subprocess.run([f"{bindir}/plan", "configs/models/convclip.yaml", "-o", os.path.join(tmp, "plan")], check=True,

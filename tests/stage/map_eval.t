@@ -40,7 +40,9 @@ def dump(obj, name, raw=None):
 
 # ---- the pycocotools vectors ----
 
-cases = sorted(d for d in os.listdir(VECTORS) if os.path.isdir(os.path.join(VECTORS, d)))
+# (segm/ and keypoints/ hold the other iou types: map_eval_tasks.t)
+cases = sorted(d for d in os.listdir(VECTORS) if os.path.isdir(os.path.join(VECTORS, d))
+               and d not in ("segm", "keypoints"))
 if not ok(len(cases) == 5, "the 5 pycocotools vector cases in tests/data/coco", cases):
     done()
 

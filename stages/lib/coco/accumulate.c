@@ -1,5 +1,7 @@
 /* accumulate.c — pycocotools' accumulate(): precision at the 101 recall
  * thresholds and recall, per (IoU threshold, category, area, maxDets).
+ * Shared by bbox, segm and keypoints (whose single maxDets, 20, sits in the
+ * last slot; the unused slots stay -1).
  *
  * A category's kept detections are already in accumulate's concatenation
  * order (images by id, each image's by score), so one stable sort by score
@@ -97,7 +99,7 @@ static void acc_finish(const acc_scratch_t *s, double *pr, int64_t ntp, int64_t 
 static void acc_area_maxdet(const coco_work_t *w, acc_scratch_t *s, int64_t n, int64_t npig,
                             int a, int m, int64_t k, coco_eval_t *ev)
 {
-    int maxdet = coco_max_dets[m];
+    int maxdet = ev->max_dets[m];
     int64_t tp[COCO_T] = {0}, fp[COCO_T] = {0}, cap = s->capp;
     for (int64_t j = 0; j < n; j++) {
         int64_t x = s->idx[j];
@@ -133,7 +135,8 @@ static void acc_category(int64_t k, void *ctx_, void *scratch)
         int64_t npig = w->npig[k * COCO_A + a];
         if (npig == 0) continue;           /* no GT to recall: stays -1 */
         recall_counts(npig, s->need);
-        for (int m = 0; m < COCO_M; m++) acc_area_maxdet(w, s, n, npig, a, m, k, ctx->ev);
+        for (int m = 0; m < COCO_M; m++)
+            if (ctx->ev->max_dets[m]) acc_area_maxdet(w, s, n, npig, a, m, k, ctx->ev);
     }
 }
 

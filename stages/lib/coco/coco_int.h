@@ -13,9 +13,6 @@
 #include <stdint.h>
 #include "coco/coco.h"
 
-/* Detections kept per image and category (pycocotools' maxDets[-1]). */
-#define COCO_MAXDET 100
-
 typedef struct coco_work {
     const coco_gt_t *gt;
     const coco_dets_t *dets;
@@ -30,11 +27,12 @@ typedef struct coco_work {
     int64_t *gt_idx;         /* annotation indices, grouped (pycocotools' order) */
     int64_t *in_idx;         /* detection indices, grouped, file order */
 
-    /* kept detections: per group the top COCO_MAXDET by score (stable) */
+    int maxdet;              /* detections kept per group: maxDets[-1], 100 (keypoints 20) */
+    /* kept detections: per group the top maxdet by score (stable) */
     int64_t nkept;
     int64_t *kdet;           /* detection index */
     double *kscore;
-    uint8_t *krank;          /* position in its group, 0..99 */
+    uint8_t *krank;          /* position in its group, 0..maxdet-1 */
     uint16_t *khit;          /* [nkept][A]: bit t set when matched to a GT of nonzero id */
     uint16_t *kign;          /* [nkept][A]: bit t set when ignored */
     int64_t *npig;           /* [K][A] ground truths that are not ignored */

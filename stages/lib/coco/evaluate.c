@@ -1,8 +1,9 @@
-/* evaluate.c — pycocotools' _prepare, computeIoU and evaluateImg.
+/* evaluate.c — pycocotools' _prepare, computeIoU / computeOks and evaluateImg.
  *
  * Ground truth and detections are grouped by (category, image); each group's
- * detections are stable-sorted by score and cut to 100; IoUs are computed as
- * maskApi.c's bbIou does; then, per area range and IoU threshold, the greedy
+ * detections are stable-sorted by score and cut to the last maxDets (100, or
+ * 20 for keypoints); IoUs are computed as maskApi.c's bbIou does, or by
+ * iou.c for masks and keypoints (OKS); then, per area range and IoU threshold, the greedy
  * matching of evaluateImg marks every kept detection as matched (to a GT of
  * nonzero id) and/or ignored. Groups of different categories are independent
  * and run on worker threads.
@@ -10,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "coco/coco_int.h"
+#include "coco/iou.h"
 
 static const double area_lo[COCO_A] = { 0.0, 0.0, 1024.0, 9216.0 };
 static const double area_hi[COCO_A] = { 1e10, 1024.0, 9216.0, 1e10 };
@@ -140,7 +142,7 @@ static void make_groups(coco_work_t *w, const uint64_t *gk, int64_t ng, const ui
         while (i < ng && gk[i] == key) i++;
         int64_t j0 = j;
         while (j < nd && dk[j] == key) j++;
-        kept += j - j0 < COCO_MAXDET ? j - j0 : COCO_MAXDET;
+        kept += j - j0 < w->maxdet ? j - j0 : w->maxdet;
         w->c_grp[w->g_cat[g] + 1]++;
         g++;
     }
@@ -183,9 +185,9 @@ static void scratch_free(void *p)
     free(s);
 }
 
-static void scratch_fit(scratch_t *s, int64_t nd, int64_t ng)
+static void scratch_fit(scratch_t *s, int64_t nd, int64_t ng, int maxdet)
 {
-    int64_t kd = nd < COCO_MAXDET ? nd : COCO_MAXDET;
+    int64_t kd = nd < maxdet ? nd : maxdet;
     int64_t need = (kd ? kd : 1) * (ng ? ng : 1);
     if (nd < 1) nd = 1;                    /* c_off[0] exists for every group */
     if (nd > s->cap_d) {
@@ -259,9 +261,12 @@ static int64_t match_area(coco_work_t *w, scratch_t *s, int64_t g, int a, int64_
     int64_t g0 = w->g_gt[g], G = w->g_gt[g + 1] - g0, k0 = w->g_dt[g];
     /* _ignore = iscrowd or area outside the range (the JSON area field) */
     int64_t npig = 0;
+    int kp = gt->task.type == COCO_KEYPOINTS;
     for (int64_t j = 0; j < G; j++) {
         const coco_ann_t *an = &gt->anns[w->gt_idx[g0 + j]];
-        s->gig[j] = (uint8_t)(an->iscrowd || an->area < area_lo[a] || an->area > area_hi[a]);
+        /* keypoints: a GT without labelled keypoints is ignored too */
+        int ig = an->iscrowd || (kp && an->num_keypoints == 0);
+        s->gig[j] = (uint8_t)(ig || an->area < area_lo[a] || an->area > area_hi[a]);
         s->gcrowd[j] = (uint8_t)an->iscrowd;
         s->gid[j] = an->id;
         npig += !s->gig[j];
@@ -300,7 +305,7 @@ static void eval_group(coco_work_t *w, scratch_t *s, int64_t g)
     const coco_gt_t *gt = w->gt;
     int64_t n = w->g_in[g + 1] - w->g_in[g], G = w->g_gt[g + 1] - w->g_gt[g];
     int64_t k0 = w->g_dt[g], kd = w->g_dt[g + 1] - k0, nc = 0;
-    scratch_fit(s, n, G);
+    scratch_fit(s, n, G, w->maxdet);
     const int64_t *in = w->in_idx + w->g_in[g];
     for (int64_t j = 0; j < n; j++) {
         s->key[j] = dd[in[j]].score;
@@ -308,15 +313,25 @@ static void eval_group(coco_work_t *w, scratch_t *s, int64_t g)
     }
     coco_sort_desc(s->key, s->idx, n, s->tmp);
     for (int64_t d = 0; d < kd; d++) {
-        const coco_det_t *x = &dd[in[s->idx[d]]];
-        w->kdet[k0 + d] = in[s->idx[d]];
+        int64_t kdi = in[s->idx[d]];
+        const coco_det_t *x = &dd[kdi];
+        w->kdet[k0 + d] = kdi;
         w->kscore[k0 + d] = x->score;
         w->krank[k0 + d] = (uint8_t)d;
-        s->darea[d] = x->bbox[2] * x->bbox[3];
+        /* loadRes' area: w*h for boxes, else as dets.c set it */
+        s->darea[d] = w->dets->area ? w->dets->area[kdi] : x->bbox[2] * x->bbox[3];
         s->c_off[d] = nc;
         for (int64_t j = 0; j < G; j++) {
-            const coco_ann_t *an = &gt->anns[w->gt_idx[w->g_gt[g] + j]];
-            double v = bb_iou(x->bbox, an->bbox, an->iscrowd);
+            int64_t ai = w->gt_idx[w->g_gt[g] + j];
+            const coco_ann_t *an = &gt->anns[ai];
+            double v;
+            if (gt->task.type == COCO_SEGM)
+                v = coco_mask_iou(&w->dets->masks[kdi], &an->mask, an->iscrowd, iou_thr[0]);
+            else if (gt->task.type == COCO_KEYPOINTS)
+                v = coco_oks(w->dets->kpts + kdi * 3 * gt->task.nkpt, gt->kpts + ai * 3 * gt->task.nkpt,
+                             an->bbox, an->area, &gt->task);
+            else
+                v = bb_iou(x->bbox, an->bbox, an->iscrowd);
             if (v >= iou_thr[0]) {
                 s->c_gt[nc] = j;
                 s->c_iou[nc++] = v;
@@ -343,6 +358,7 @@ int coco_work_build(coco_work_t *w, const coco_gt_t *gt, const coco_dets_t *d, i
     w->K = gt->ncat;
     w->I = gt->nimg;
     w->nthreads = nthreads < 1 ? 1 : nthreads;
+    w->maxdet = gt->task.type == COCO_KEYPOINTS ? 20 : 100;
     if (d->n == 0)
         return BAD(e, "no detections: the results list is empty (pycocotools fails on it; "
                    "no stats are defined)");

@@ -11,18 +11,36 @@
 #include "coco/coco.h"
 #include "coco/fields.h"
 #include "coco/jsonpar.h"
+#include "coco/shapes.h"
 #include "util/fsutil.h"
 
 typedef struct ann_ctx {
     const char *path;
-    coco_ann_t *anns;
+    coco_gt_t *gt;
 } ann_ctx_t;
+
+/* The task's own fields: the mask (segm; only for annotations of a known
+ * image, the only ones pycocotools converts) or the keypoints. */
+static int load_task_fields(json_t *v, const jplace_t *pl, coco_gt_t *gt, int64_t i, perr_t *e)
+{
+    coco_ann_t *a = &gt->anns[i];
+    if (gt->task.type == COCO_SEGM) {
+        int64_t ii = coco_gt_img_index(gt, a->image_id);
+        if (ii < 0) return 0;
+        return jf_segmentation(v, pl, a->image_id, gt->img_h[ii], gt->img_w[ii], &a->mask, e);
+    }
+    if (gt->task.type == COCO_KEYPOINTS) {
+        if (jf_int(v, "num_keypoints", pl, &a->num_keypoints, e)) return -1;
+        return jf_keypoints(v, pl, gt->task.nkpt, gt->kpts + i * 3 * gt->task.nkpt, e);
+    }
+    return 0;
+}
 
 static int load_ann(json_t *v, int64_t i, void *ctx_, perr_t *e)
 {
     ann_ctx_t *ctx = ctx_;
     jplace_t pl = { ctx->path, "annotations", i };
-    coco_ann_t *a = &ctx->anns[i];
+    coco_ann_t *a = &ctx->gt->anns[i];
     if (jf_object(v, &pl, e) || jf_int(v, "id", &pl, &a->id, e) ||
         jf_int(v, "image_id", &pl, &a->image_id, e) ||
         jf_int(v, "category_id", &pl, &a->category_id, e) ||
@@ -33,7 +51,7 @@ static int load_ann(json_t *v, int64_t i, void *ctx_, perr_t *e)
         char pb[512];
         return BAD(e, "%s: 'area' is negative (%.17g)", jf_place(&pl, pb, sizeof pb), a->area);
     }
-    return 0;
+    return load_task_fields(v, &pl, ctx->gt, i, e);
 }
 
 /* ---- the object without its annotations ---- */
@@ -110,12 +128,44 @@ static int load_ids(const json_t *root, const char *path, const char *key, const
 
 /* ---- the loader ---- */
 
+/* Image sizes for segm (annToRLE rasterises with them); for a repeated id
+ * the last entry wins, as in COCO.createIndex. */
+static int load_sizes(const json_t *root, const char *path, coco_gt_t *gt, perr_t *e)
+{
+    const json_t *arr = json_object_get(root, "images");
+    gt->img_h = xmalloc((gt->nimg ? gt->nimg : 1) * sizeof *gt->img_h);
+    gt->img_w = xmalloc((gt->nimg ? gt->nimg : 1) * sizeof *gt->img_w);
+    for (int64_t i = 0; i < gt->nimg; i++) gt->img_h[i] = gt->img_w[i] = -1;
+    for (size_t i = 0; i < json_array_size(arr); i++) {
+        const json_t *o = json_array_get(arr, i);
+        jplace_t pl = { path, "images", (int64_t)i };
+        int64_t id, h = -1, w = -1;
+        if (jf_int(o, "id", &pl, &id, e) || jf_int_opt(o, "height", &pl, &h, e) < 0 ||
+            jf_int_opt(o, "width", &pl, &w, e) < 0)
+            return -1;
+        int64_t ii = coco_gt_img_index(gt, id);
+        gt->img_h[ii] = h;
+        gt->img_w[ii] = w;
+    }
+    return 0;
+}
+
 static int load_images_categories(const json_t *root, const char *path, coco_gt_t *gt, perr_t *e)
 {
     if (!json_is_object(root)) return BAD(e, "%s: expected a JSON object at the top", path);
     if (load_ids(root, path, "images", "file_name", &gt->img_ids, &gt->img_files, &gt->nimg, e))
         return -1;
+    if (gt->task.type == COCO_SEGM && load_sizes(root, path, gt, e)) return -1;
     return load_ids(root, path, "categories", "name", &gt->cat_ids, &gt->cat_names, &gt->ncat, e);
+}
+
+/* Room for the annotations and their keypoints. */
+static void alloc_anns(coco_gt_t *gt, int64_t n)
+{
+    gt->nann = n;
+    gt->anns = xcalloc(n ? n : 1, sizeof *gt->anns);
+    if (gt->task.type == COCO_KEYPOINTS)
+        gt->kpts = xmalloc((n ? n : 1) * 3 * gt->task.nkpt * sizeof *gt->kpts);
 }
 
 static int load_annotations_dom(const json_t *root, const char *path, coco_gt_t *gt, perr_t *e)
@@ -123,9 +173,8 @@ static int load_annotations_dom(const json_t *root, const char *path, coco_gt_t 
     const json_t *arr = json_object_get(root, "annotations");
     if (!arr) return BAD(e, "%s: 'annotations' is missing (not a COCO ground-truth file?)", path);
     if (!json_is_array(arr)) return BAD(e, "%s: 'annotations' must be an array", path);
-    gt->nann = (int64_t)json_array_size(arr);
-    gt->anns = xcalloc(gt->nann ? gt->nann : 1, sizeof *gt->anns);
-    ann_ctx_t ctx = { path, gt->anns };
+    alloc_anns(gt, (int64_t)json_array_size(arr));
+    ann_ctx_t ctx = { path, gt };
     for (int64_t i = 0; i < gt->nann; i++)
         if (load_ann(json_array_get(arr, i), i, &ctx, e)) return -1;
     return 0;
@@ -149,9 +198,8 @@ static int load_from_buffer(const char *buf, size_t len, const char *path, int n
         int rc = load_images_categories(root, path, gt, e);
         json_decref(root);
         if (!rc) {
-            gt->nann = arr.n;
-            gt->anns = xcalloc(arr.n ? arr.n : 1, sizeof *gt->anns);
-            ann_ctx_t ctx = { path, gt->anns };
+            alloc_anns(gt, arr.n);
+            ann_ctx_t ctx = { path, gt };
             rc = jsonpar_parse(&arr, nthreads, load_ann, &ctx, e);
         }
         jsonpar_free(&arr);
@@ -169,7 +217,16 @@ static int load_from_buffer(const char *buf, size_t len, const char *path, int n
 
 int coco_gt_load(const char *path, int nthreads, coco_gt_t *gt, perr_t *e)
 {
+    coco_task_t t;
+    coco_task_init(&t, COCO_BBOX);
+    return coco_gt_load_task(path, nthreads, &t, gt, e);
+}
+
+int coco_gt_load_task(const char *path, int nthreads, const coco_task_t *task, coco_gt_t *gt,
+                      perr_t *e)
+{
     memset(gt, 0, sizeof *gt);
+    gt->task = *task;
     gt->path = xstrdup(path);
     char *buf;
     size_t len;
@@ -184,8 +241,12 @@ void coco_gt_free(coco_gt_t *gt)
 {
     for (int64_t i = 0; i < gt->nimg; i++) free(gt->img_files ? gt->img_files[i] : NULL);
     for (int64_t i = 0; i < gt->ncat; i++) free(gt->cat_names ? gt->cat_names[i] : NULL);
+    for (int64_t i = 0; gt->anns && i < gt->nann; i++) coco_mask_free(&gt->anns[i].mask);
     free(gt->img_files);
     free(gt->cat_names);
+    free(gt->img_h);
+    free(gt->img_w);
+    free(gt->kpts);
     free(gt->img_ids);
     free(gt->cat_ids);
     free(gt->anns);

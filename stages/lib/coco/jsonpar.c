@@ -34,6 +34,24 @@ void jsonpar_where(const char *buf, size_t len, size_t pos, char *out, size_t n)
     snprintf(out, n, "line %zu column %zu", line, col);
 }
 
+/* Position of the '"' closing the string whose body starts at p, or
+ * SIZE_MAX. memchr finds each quote; it closes the string when an even
+ * number of backslashes precedes it (each backslash escapes the next
+ * byte, so an odd run escapes the quote). Long RLE strings make this the
+ * scan's main cost. */
+static size_t string_end(const char *b, size_t len, size_t p)
+{
+    while (p < len) {
+        const char *q = memchr(b + p, '"', len - p);
+        if (!q) return SIZE_MAX;
+        size_t e = (size_t)(q - b), k = e;
+        while (k > p && b[k - 1] == '\\') k--;
+        if (((e - k) & 1) == 0) return e;
+        p = e + 1;
+    }
+    return SIZE_MAX;
+}
+
 /* Position just past the value starting at buf[p] (a non-space byte), or
  * SIZE_MAX when the text ends inside it. Strings are skipped with their
  * escapes, so brackets and commas inside them do not count; a scalar ends at
@@ -44,9 +62,8 @@ static size_t skip_value(const char *b, size_t len, size_t p)
     while (p < len) {
         char c = b[p];
         if (c == '"') {
-            p++;
-            while (p < len && b[p] != '"') p += (b[p] == '\\') ? 2 : 1;
-            if (p >= len) return SIZE_MAX;
+            p = string_end(b, len, p + 1);
+            if (p == SIZE_MAX) return SIZE_MAX;
             p++;
             if (depth == 0) return p;
             continue;
@@ -318,7 +335,9 @@ static int parse_chunk(par_job_t *job, int64_t c, char **tmp, size_t *tmpcap, pe
     (*tmp)[n + 1] = ']';
     chunk_map_t m = { a->cbeg[c] };
     arena_begin();
-    json_t *arr = jsonpar_load(*tmp, n + 2, a->what, a->buf, a->len, map_chunk_pos, &m, e);
+    /* the quick lexer for plain chunks; jansson for the rest and for errors */
+    json_t *arr = jsonpar_fast(*tmp, n + 2);
+    if (!arr) arr = jsonpar_load(*tmp, n + 2, a->what, a->buf, a->len, map_chunk_pos, &m, e);
     if (!arr) {
         arena_end();
         return -1;

@@ -1,6 +1,7 @@
 /* summarize.c — the evaluation driver and pycocotools' summarize(): the 12
- * stats as numpy means of the entries > -1 (pairwise summation, so the last
- * bits agree), per-category AP, and the text and JSON renderings. */
+ * stats (10 for keypoints: _summarizeKps) as numpy means of the entries > -1
+ * (pairwise summation, so the last bits agree), per-category AP, and the
+ * text and JSON renderings. */
 #include <stdlib.h>
 #include <string.h>
 #include "coco/coco_int.h"
@@ -8,6 +9,9 @@
 
 const char *const coco_stat_names[COCO_NSTATS] = {
     "AP", "AP50", "AP75", "APs", "APm", "APl", "AR1", "AR10", "AR100", "ARs", "ARm", "ARl",
+};
+static const char *const kp_stat_names[] = {
+    "AP", "AP50", "AP75", "APm", "APl", "AR", "AR50", "AR75", "ARm", "ARl",
 };
 const char *const coco_area_names[COCO_A] = { "all", "small", "medium", "large" };
 const int coco_max_dets[COCO_M] = { 1, 10, 100 };
@@ -54,7 +58,7 @@ static double pairwise_sum(const double *a, int64_t n)
 
 /* add.reduce starts from 0 and adds the pairwise sum of each buffer of
  * 8192 elements in turn. */
-static double np_sum(const double *a, int64_t n)
+double coco_np_sum(const double *a, int64_t n)
 {
     double s = 0.;
     for (int64_t i = 0; i < n; i += 8192) s += pairwise_sum(a + i, n - i < 8192 ? n - i : 8192);
@@ -67,7 +71,7 @@ double coco_np_mean(const double *v, int64_t n)
     int64_t m = 0;
     for (int64_t i = 0; i < n; i++)
         if (v[i] > -1) sel[m++] = v[i];
-    double r = m ? np_sum(sel, m) / (double)m : -1;
+    double r = m ? coco_np_sum(sel, m) / (double)m : -1;
     free(sel);
     return r;
 }
@@ -103,15 +107,29 @@ static double summarize_one(const coco_eval_t *ev, int ap, double iou, int a, in
     return coco_np_mean(buf, n);
 }
 
+typedef struct stat_spec { int ap; double iou; int a, m; } stat_spec_t;
+
+/* _summarizeDets and _summarizeKps: (ap, iouThr, area slot, maxDets slot) */
+static const stat_spec_t det_spec[COCO_NSTATS] = {
+    {1, -1, 0, 2}, {1, .5, 0, 2}, {1, .75, 0, 2}, {1, -1, 1, 2}, {1, -1, 2, 2}, {1, -1, 3, 2},
+    {0, -1, 0, 0}, {0, -1, 0, 1}, {0, -1, 0, 2}, {0, -1, 1, 2}, {0, -1, 2, 2}, {0, -1, 3, 2},
+};
+static const stat_spec_t kp_spec[10] = {
+    {1, -1, 0, 2}, {1, .5, 0, 2}, {1, .75, 0, 2}, {1, -1, 2, 2}, {1, -1, 3, 2},
+    {0, -1, 0, 2}, {0, .5, 0, 2}, {0, .75, 0, 2}, {0, -1, 2, 2}, {0, -1, 3, 2},
+};
+
+static const stat_spec_t *stat_specs(const coco_eval_t *ev)
+{
+    return ev->type == COCO_KEYPOINTS ? kp_spec : det_spec;
+}
+
 static void summarize(coco_eval_t *ev)
 {
-    static const struct { int ap; double iou; int a, m; } spec[COCO_NSTATS] = {
-        {1, -1, 0, 2}, {1, .5, 0, 2}, {1, .75, 0, 2}, {1, -1, 1, 2}, {1, -1, 2, 2}, {1, -1, 3, 2},
-        {0, -1, 0, 0}, {0, -1, 0, 1}, {0, -1, 0, 2}, {0, -1, 1, 2}, {0, -1, 2, 2}, {0, -1, 3, 2},
-    };
+    const stat_spec_t *spec = stat_specs(ev);
     int64_t K = ev->ncat;
     double *buf = xmalloc(((int64_t)COCO_T * COCO_R * (K ? K : 1)) * sizeof *buf);
-    for (int i = 0; i < COCO_NSTATS; i++)
+    for (int i = 0; i < ev->nstats; i++)
         ev->stats[i] = summarize_one(ev, spec[i].ap, spec[i].iou, spec[i].a, spec[i].m, buf);
     ev->cat_ap = xmalloc((K ? K : 1) * sizeof *ev->cat_ap);
     for (int64_t k = 0; k < K; k++) {
@@ -127,6 +145,11 @@ int coco_evaluate(const coco_gt_t *gt, const coco_dets_t *d, int nthreads, coco_
                   perr_t *e)
 {
     memset(ev, 0, sizeof *ev);
+    ev->type = gt->task.type;
+    int kp = ev->type == COCO_KEYPOINTS;
+    ev->nstats = kp ? 10 : COCO_NSTATS;
+    ev->stat_names = kp ? kp_stat_names : coco_stat_names;
+    for (int m = 0; m < COCO_M; m++) ev->max_dets[m] = kp ? (m == COCO_M - 1 ? 20 : 0) : coco_max_dets[m];
     coco_work_t w;
     int64_t dropped = 0;
     if (coco_work_build(&w, gt, d, nthreads, &dropped, e)) {
@@ -153,17 +176,13 @@ void coco_eval_free(coco_eval_t *ev)
 
 void coco_print_stats(FILE *f, const coco_eval_t *ev)
 {
-    static const char *const iou[COCO_NSTATS] = {
-        "0.50:0.95", "0.50", "0.75", "0.50:0.95", "0.50:0.95", "0.50:0.95",
-        "0.50:0.95", "0.50:0.95", "0.50:0.95", "0.50:0.95", "0.50:0.95", "0.50:0.95",
-    };
-    static const int area[COCO_NSTATS] = { 0, 0, 0, 1, 2, 3, 0, 0, 0, 1, 2, 3 };
-    static const int md[COCO_NSTATS] = { 100, 100, 100, 100, 100, 100, 1, 10, 100, 100, 100, 100 };
-    for (int i = 0; i < COCO_NSTATS; i++) {
-        int ap = i < 6;
+    const stat_spec_t *spec = stat_specs(ev);
+    for (int i = 0; i < ev->nstats; i++) {
+        int ap = spec[i].ap;
+        const char *iou = spec[i].iou < 0 ? "0.50:0.95" : spec[i].iou == .5 ? "0.50" : "0.75";
         fprintf(f, " %-18s %s @[ IoU=%-9s | area=%6s | maxDets=%3d ] = %0.3f\n",
-                ap ? "Average Precision" : "Average Recall", ap ? "(AP)" : "(AR)", iou[i],
-                coco_area_names[area[i]], md[i], ev->stats[i]);
+                ap ? "Average Precision" : "Average Recall", ap ? "(AP)" : "(AR)", iou,
+                coco_area_names[spec[i].a], ev->max_dets[spec[i].m], ev->stats[i]);
     }
 }
 
@@ -203,7 +222,7 @@ static json_t *mean_curve(const coco_eval_t *ev, int t)
 json_t *coco_eval_json(const coco_gt_t *gt, const coco_eval_t *ev)
 {
     json_t *root = json_object(), *stats = json_object(), *cat = json_object();
-    for (int i = 0; i < COCO_NSTATS; i++) json_object_set_new(stats, coco_stat_names[i], json_real(ev->stats[i]));
+    for (int i = 0; i < ev->nstats; i++) json_object_set_new(stats, ev->stat_names[i], json_real(ev->stats[i]));
     json_object_set_new(root, "stats", stats);
     for (int64_t k = 0; k < ev->ncat; k++) {
         char key[32];
@@ -222,13 +241,16 @@ json_t *coco_eval_json(const coco_gt_t *gt, const coco_eval_t *ev)
     for (int r = 0; r < COCO_R; r++) rec[r] = coco_rec_thr(r);
     json_t *pr = json_object();
     json_object_set_new(pr, "area", json_string("all"));
-    json_object_set_new(pr, "max_dets", json_integer(100));
+    json_object_set_new(pr, "max_dets", json_integer(ev->max_dets[COCO_M - 1]));
     json_object_set_new(pr, "recall", real_array(rec, COCO_R));
     json_object_set_new(pr, "precision_iou50", mean_curve(ev, 0));
     json_object_set_new(pr, "precision_iou75", mean_curve(ev, 5));
     json_object_set_new(pr, "precision_iou50_95", mean_curve(ev, -1));
     json_object_set_new(root, "pr_curves", pr);
-    json_object_set_new(root, "oracle_semantics", json_string("pycocotools COCOeval(iouType=bbox)"));
+    char sem[64];
+    snprintf(sem, sizeof sem, "pycocotools COCOeval(iouType=%s)", coco_iou_type_name(ev->type));
+    json_object_set_new(root, "iou_type", json_string(coco_iou_type_name(ev->type)));
+    json_object_set_new(root, "oracle_semantics", json_string(sem));
     return root;
 }
 
@@ -256,7 +278,7 @@ int coco_write_pr_curves(const char *dir, const coco_gt_t *gt, const coco_eval_t
     for (int r = 0; r < COCO_R; r++) v[r] = coco_rec_thr(r);
     json_object_set_new(root, "recall_thresholds", real_array(v, COCO_R));
     json_object_set_new(root, "area", json_string("all"));
-    json_object_set_new(root, "max_dets", json_integer(100));
+    json_object_set_new(root, "max_dets", json_integer(ev->max_dets[COCO_M - 1]));
     char *csvp = path_join(dir, "pr-curves.csv");
     atomic_file_t af;
     if (atomic_open(&af, csvp, e)) {
