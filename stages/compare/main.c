@@ -22,7 +22,8 @@
  * lost, not where an absolute tolerance happens to be crossed.
  * --detection matches a detector's outputs by detection (per class, greedy
  * by score, IoU >= iou) and judges by it: nothing missed, extra or flipped
- * above score_floor; element-wise statistics stay in the JSON.
+ * above score_floor; element-wise statistics stay in the JSON. A raw YOLO
+ * head (head=...) is decoded on both sides first (coco/yolo.h).
  * --to-polygraphy writes SRC as Polygraphy RunResults (or --save-inputs
  * list with --inputs) for `polygraphy run --load-outputs/--load-inputs`.
  *
@@ -55,7 +56,9 @@ static const char usage[] =
     "  --local                     A ran each layer on B's inputs: rank layers by own error\n"
     "  --layer-snr-db X            layerwise: a layer fails when its SNR is below X dB (scale-free)\n"
     "  --detection SPEC            labels=L,boxes=B,scores=S[,format=xyxy][,iou=0.5][,score_floor=0.3]:\n"
-    "                              match detections per class and judge by them\n"
+    "                              match detections per class and judge by them; a raw YOLO\n"
+    "                              head: head=yolov8|yolov5[,output=T,conf_threshold=..,nms_iou=..]\n"
+    "                              instead of labels/boxes/scores (docs/metrics-detection.md)\n"
     "  -q, --quiet                 no text summary\n"
     "  @FILE                       more arguments, from FILE: a JSON array of strings (plan's .args)\n"
     "  -h, --help | -V, --version\n"

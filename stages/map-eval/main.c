@@ -48,6 +48,11 @@ static const char usage[] =
     "      --label-map M          coco80 (0..79 to COCO ids 1..90), identity, or a YAML/JSON\n"
     "                             file holding the list of category ids [identity]\n"
     "      --clip                 clip boxes to the original image\n"
+    "      --head H               a raw YOLO head: yolov8 [1,4+nc,N] or yolov5 [1,N,5+nc], with\n"
+    "                             --output T, --conf-threshold X, --nms-iou X, --max-det N,\n"
+    "                             --max-nms N, --multi-label B, --agnostic B, --num-classes N,\n"
+    "                             --letterbox-inverse ultralytics|meta (Ultralytics' validation\n"
+    "                             rules and defaults; docs/metrics-detection.md)\n"
     "  -h, --help                 this text\n"
     "  -V, --version              print the version\n"
     "Exit: 0 evaluated, 2 bad usage or bad input (one line names the file and place),\n"
@@ -56,7 +61,8 @@ static const char usage[] =
 enum {
     OPT_PERCAT = 256, OPT_PR, OPT_THREADS, OPT_DECODE, OPT_SECTION, OPT_SET, OPT_META,
     OPT_LABELS, OPT_BOXES, OPT_SCORES, OPT_FORMAT, OPT_COORDS, OPT_NORM, OPT_THR, OPT_TOPK,
-    OPT_LMAP, OPT_CLIP,
+    OPT_LMAP, OPT_CLIP, OPT_HEAD, OPT_OUTPUT, OPT_CONF, OPT_NMSIOU, OPT_MAXDET, OPT_MAXNMS, OPT_MULTI,
+    OPT_AGNOSTIC, OPT_NC, OPT_LBINV,
 };
 
 static const struct option longopts[] = {
@@ -71,6 +77,11 @@ static const struct option longopts[] = {
     {"box-coords", required_argument, 0, OPT_COORDS}, {"normalized", no_argument, 0, OPT_NORM},
     {"score-threshold", required_argument, 0, OPT_THR}, {"top-k", required_argument, 0, OPT_TOPK},
     {"label-map", required_argument, 0, OPT_LMAP}, {"clip", no_argument, 0, OPT_CLIP},
+    {"head", required_argument, 0, OPT_HEAD}, {"output", required_argument, 0, OPT_OUTPUT},
+    {"conf-threshold", required_argument, 0, OPT_CONF}, {"nms-iou", required_argument, 0, OPT_NMSIOU},
+    {"max-det", required_argument, 0, OPT_MAXDET}, {"max-nms", required_argument, 0, OPT_MAXNMS},
+    {"multi-label", required_argument, 0, OPT_MULTI}, {"agnostic", required_argument, 0, OPT_AGNOSTIC},
+    {"num-classes", required_argument, 0, OPT_NC}, {"letterbox-inverse", required_argument, 0, OPT_LBINV},
     {"help", no_argument, 0, 'h'}, {"version", no_argument, 0, 'V'}, {0, 0, 0, 0},
 };
 
@@ -137,7 +148,7 @@ int main(int argc, char **argv)
         case 'h': fputs(usage, stdout); goto done;
         case 'V': puts("map-eval (parity) 0.1.0"); goto done;
         default:
-            if (c >= OPT_META && c <= OPT_CLIP) {
+            if (c >= OPT_META && c <= OPT_LBINV) {
                 /* kept as "option=value" and handed to the decoder in order */
                 const char *name = longopts[0].name;
                 for (const struct option *o = longopts; o->name; o++)

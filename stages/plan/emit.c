@@ -169,8 +169,10 @@ static void emit_cells(plan_out_t *o, const char *dir)
             shard_merge_out(o, dir, cell, m->variants[v].name);
             if (!is_ref) {
                 /* by detection where both sides' boxes are in the same coordinates: a variant
-                 * with its own decoding (box_coords: input) is judged by its mAP only */
-                int same_coords = v == m->ref_variant || (!m->variants[v].detection && !m->variants[m->ref_variant].detection);
+                 * with its own decoding (box_coords: input), or another preprocessing of a raw
+                 * YOLO head (input pixels), is judged by its mAP only */
+                int same_coords = v == m->ref_variant || (!m->variants[v].detection && !m->variants[m->ref_variant].detection &&
+                                                          !m->det_input_coords);
                 mk_printf(o, "%s/compare.json: %s/out.done %s/cells/%s/out.done %s/compare.args %s/detect.args "
                              "$(PARITY_BIN)/compare\n", cd, cd, dir, ref, dir, dir);
                 mk_printf(o, "\t@echo '  COMPARE %s %s'\n", m->name, cell);

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "model.h"
+#include "coco/decode.h"
 #include "config/schema.h"
 #include "util/fsutil.h"
 
@@ -316,6 +317,32 @@ static int load_tolerances(model_cfg_t *m, perr_t *e)
     return 0;
 }
 
+/* A raw YOLO head (detection.head): compare decodes it as map-eval does
+ * (coco/yolo.h), so its --detection spec carries the same settings. Its
+ * boxes are in input pixels: only cells of one preprocessing compare by
+ * detection (m->det_input_coords). */
+static int yolo_det_spec(model_cfg_t *m, double iou, double floor, perr_t *e)
+{
+    if (!config_get(m->cfg, "detection.head")) return 0;
+    coco_decode_opts_t o;
+    int rc = coco_decode_opts_from(&o, m->cfg, "detection", e);
+    if (!rc && o.yolo.head != YOLO_NONE) {
+        if (!safe_path(o.yolo.output))
+            rc = BAD(e, "%s: detection.output: tensor name '%s' is not allowed", m->path, o.yolo.output);
+        char *spec = rc ? NULL : yolo_opts_spec(&o.yolo);
+        if (spec) {
+            size_t l = strlen(spec) + 96;
+            m->det_spec = xmalloc(l);
+            snprintf(m->det_spec, l, "%s,iou=%.10g,score_floor=%.10g", spec, iou, floor);
+            m->det_input_coords = 1;
+        }
+        free(spec);
+    }
+    if (rc) perr_prefix(e, "%s: ", m->path);
+    coco_decode_opts_free(&o);
+    return rc;
+}
+
 /* compare.layer_snr_db, compare.match (detections | elements),
  * compare.match_iou, compare.score_floor, compare.pre_postprocess. */
 static int load_compare_extras(model_cfg_t *m, perr_t *e)
@@ -334,7 +361,8 @@ static int load_compare_extras(model_cfg_t *m, perr_t *e)
     if (!(iou > 0 && iou <= 1) || !(floor >= 0 && floor <= 1))
         return BAD(e, "%s: compare.match_iou and compare.score_floor are numbers in (0, 1] and [0, 1]", m->path);
     m->match_detections = match == 0;
-    if (m->match_detections) {
+    if (m->match_detections && yolo_det_spec(m, iou, floor, e)) return -1;
+    if (m->match_detections && !m->det_spec) {
         const char *keys[3] = {"labels", "boxes", "scores"}, *v[3], *fmt = "xyxy";
         for (int i = 0; i < 3; i++) {
             char k[64];

@@ -53,6 +53,7 @@ typedef struct model_cfg {
     double layer_snr_db;        /* compare.layer_snr_db: layers judged by SNR; <= 0 = by tolerance */
     int match_detections;       /* compare.match: detections (default with detection:) */
     char *det_spec;             /* compare --detection SPEC (names checked), or NULL */
+    int det_input_coords;       /* det_spec decodes a YOLO head: boxes in input pixels */
     char *pre_post[PLAN_MAX]; int n_pre_post;  /* compare.pre_postprocess: tensors before TopK */
     struct expect { int variant, precision; char *reason; } expect[PLAN_MAX]; int n_expect;
                                 /* expected_failures: -1 = every variant / precision */

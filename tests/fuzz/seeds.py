@@ -76,6 +76,16 @@ put("config_preprocess", "dotted-extra.yaml", "# an extra input whose name holds
 put("config_detection", "rtdetr.yaml", "labels: labels\nboxes: boxes\nscores: scores\nbox_format: xyxy\n"
     "box_coords: original\nlabel_map: [1, 2, 3, 4, 5, 6]\n")
 put("config_detection", "yolo.yaml", "boxes: out0\nbox_format: cxcywh\nbox_coords: normalized\nthreshold: 0.25\ntop_k: 100\nclip: true\n")
+put("config_detection", "yolo-head.yaml", "head: yolov8\noutput: output0\nlabel_map: [1, 2, 3]\nconf_threshold: 0.001\n"
+    "nms_iou: 0.7\nmax_det: 300\nmax_nms: 30000\nmulti_label: true\nagnostic: false\nnum_classes: 3\n"
+    "letterbox_inverse: ultralytics\nclip: true\n")
+# YOLO raw heads: the settings line, then the head (coco/yolo.c)
+head = np.zeros((1, 7, 10), np.float32)
+head[0, :4] = [[5 + 3 * i for i in range(10)], [5] * 10, [8] * 10, [6] * 10]
+head[0, 4:] = np.linspace(0, 0.9, 30).reshape(3, 10)
+put("yolo_head", "v8.bin", b"head=yolov8,nms_iou=0.5,max_det=5\n" + npy(head))
+put("yolo_head", "v5.bin", b"head=yolov5,multi_label=false,conf_threshold=0.25\n" + npy(np.ascontiguousarray(
+    np.concatenate([head[0, :4], head[0, 4:5], head[0, 4:]]).T[None])))
 
 gt = {"images": [{"id": 1, "width": 8, "height": 6}, {"id": 2, "width": 4, "height": 4}],
       "categories": [{"id": 1, "name": "a"}, {"id": 3, "name": "b"}],

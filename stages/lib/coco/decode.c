@@ -30,6 +30,8 @@ static void set_str(char **dst, const char *v)
 static int set_label_list(coco_decode_opts_t *o, const int64_t *ids, int64_t n)
 {
     free(o->label_map);
+    free(o->label_map_src);
+    o->label_map_src = NULL;
     o->label_map = xmalloc((n ? n : 1) * sizeof *o->label_map);
     memcpy(o->label_map, ids, n * sizeof *ids);
     o->nlabel_map = n;
@@ -54,7 +56,7 @@ static int load_label_file(coco_decode_opts_t *o, const char *path, perr_t *e)
             if (!json_is_integer(v)) rc = BAD(e, "%s: [%lld]: category id must be an integer", path, (long long)i);
             else ids[i] = json_integer_value(v);
         }
-        if (!rc) set_label_list(o, ids, m);
+        if (!rc) set_label_list(o, ids, m), o->label_map_src = xstrdup(path);
         free(ids);
         json_decref(j);
         return rc;
@@ -68,7 +70,7 @@ static int load_label_file(coco_decode_opts_t *o, const char *path, perr_t *e)
     } else {
         int64_t *ids = xmalloc((nd->n ? nd->n : 1) * sizeof *ids);
         for (int64_t i = 0; !rc && i < nd->n; i++) rc = cfg_node_int(nd->items[i], "label_map", &ids[i], e);
-        if (!rc) set_label_list(o, ids, nd->n);
+        if (!rc) set_label_list(o, ids, nd->n), o->label_map_src = xstrdup(path);
         free(ids);
     }
     config_free(c);
@@ -99,17 +101,46 @@ static int pick(const char *v, const char *const *names, const char *what, int *
     return BAD(e, "%s: '%s' is not one of xyxy/xywh/cxcywh or original/input", what, v);
 }
 
+/* The YOLO keys of the section's mapping: scalars handed to yolo_opt_set,
+ * errors placed at the key's line. */
+static int yolo_from_node(coco_decode_opts_t *o, const cfg_node_t *node, const char *section, perr_t *e)
+{
+    char w[512];
+    for (int64_t i = 0; i < node->n; i++) {
+        const cfg_node_t *v = node->items[i];
+        perr_t e2 = { 0 };
+        int r = v->kind == CFG_SCALAR ? yolo_opt_set(&o->yolo, node->keys[i], v->text, &e2) : 0;
+        if (r < 0) return BAD(e, "%s: %s: %s", cfg_node_where(v, w, sizeof w), section, e2.msg);
+        if (!r && v->kind != CFG_SCALAR && !strcmp(node->keys[i], "head"))
+            return BAD(e, "%s: %s: head: expected yolov8 or yolov5", cfg_node_where(v, w, sizeof w), section);
+    }
+    return 0;
+}
+
+/* With a head: the keys of the decoded-output path that would silently not
+ * apply are refused, and clip defaults to on (Ultralytics clips). */
+static int check_head(coco_decode_opts_t *o, perr_t *e)
+{
+    if (o->yolo.head == YOLO_NONE) return 0;
+    if (o->has_threshold || o->top_k)
+        return BAD(e, "decoding: score_threshold and top_k apply to decoded outputs; with head: %s use "
+                   "conf_threshold and max_det", o->yolo.head == YOLO_V8 ? "yolov8" : "yolov5");
+    if (!o->clip_set) o->clip = 1;
+    return 0;
+}
+
 /* One setting from its text (command line); key uses '_'. */
 static int set_text(coco_decode_opts_t *o, const char *key, const char *v, perr_t *e)
 {
     char *end;
-    int k = 0;
+    int k = yolo_opt_set(&o->yolo, key, v, e);
+    if (k) return k < 0 ? -1 : 0;
     if (!strcmp(key, "labels")) set_str(&o->labels, v);
     else if (!strcmp(key, "boxes")) set_str(&o->boxes, v);
     else if (!strcmp(key, "scores")) set_str(&o->scores, v);
     else if (!strcmp(key, "meta")) set_str(&o->meta_dir, v);
     else if (!strcmp(key, "normalized")) o->normalized = 1;
-    else if (!strcmp(key, "clip")) o->clip = 1;
+    else if (!strcmp(key, "clip")) o->clip = o->clip_set = 1;
     else if (!strcmp(key, "label_map")) return set_label_map_name(o, v, e);
     else if (!strcmp(key, "box_format")) {
         if (pick(v, format_names, "--box-format", &k, e)) return -1;
@@ -143,7 +174,7 @@ int coco_decode_opts_apply(coco_decode_opts_t *o, const char *const *opts, int n
         key[len] = 0;
         if (set_text(o, key, eq ? eq + 1 : "", e)) return -1;
     }
-    return 0;
+    return check_head(o, e);
 }
 
 static int from_config(coco_decode_opts_t *o, const config_t *c, const char *section, perr_t *e)
@@ -159,9 +190,11 @@ static int from_config(coco_decode_opts_t *o, const config_t *c, const char *sec
         for (int k = 0; decode_config_keys[k]; k++) known |= !strcmp(node->keys[i], decode_config_keys[k]);
         if (!known)
             return BAD(e, "%s: unknown decoding key '%s' (known: labels, boxes, scores, box_format, "
-                       "box_coords, normalized, score_threshold, top_k, label_map, clip, meta)",
-                       cfg_node_where(node->items[i], w, sizeof w), node->keys[i]);
+                       "box_coords, normalized, score_threshold, top_k, label_map, clip, meta, head, output, "
+                       "conf_threshold, nms_iou, max_det, max_nms, multi_label, agnostic, num_classes, "
+                       "letterbox_inverse)", cfg_node_where(node->items[i], w, sizeof w), node->keys[i]);
     }
+    if (yolo_from_node(o, node, section, e)) return -1;
     char key[256];
 #define KEY(k) (snprintf(key, sizeof key, "%s%s%s", sec ? sec : "", sec ? "." : "", k), key)
     const char *s;
@@ -179,7 +212,7 @@ static int from_config(coco_decode_opts_t *o, const config_t *c, const char *sec
     if ((r = config_bool(c, KEY("normalized"), &b, e)) < 0) return -1;
     if (r) o->normalized = b;
     if ((r = config_bool(c, KEY("clip"), &b, e)) < 0) return -1;
-    if (r) o->clip = b;
+    if (r) o->clip = b, o->clip_set = 1;
     if ((r = config_double(c, KEY("score_threshold"), &o->threshold, e)) < 0) return -1;
     if (r) o->has_threshold = 1;
     if ((r = config_int(c, KEY("top_k"), &o->top_k, e)) < 0) return -1;
@@ -193,19 +226,35 @@ static int from_config(coco_decode_opts_t *o, const config_t *c, const char *sec
         free(ids);
         if (rc) return -1;
     } else if (lm) {
-        if (cfg_node_str(lm, key, &s, e) || set_label_map_name(o, s, e)) return -1;
+        if (cfg_node_str(lm, key, &s, e)) return -1;
+        if (set_label_map_name(o, s, e)) {
+            char w[512];
+            return perr_prefix(e, "%s: %s: ", cfg_node_where(lm, w, sizeof w), key);
+        }
     }
 #undef KEY
     return 0;
 }
 
-int coco_decode_opts_init(coco_decode_opts_t *o, const char *file, const char *section,
-                          const char *const *sets, int nsets, perr_t *e)
+static void set_defaults(coco_decode_opts_t *o)
 {
     memset(o, 0, sizeof *o);
     o->labels = xstrdup("labels");
     o->boxes = xstrdup("boxes");
     o->scores = xstrdup("scores");
+    yolo_opts_init(&o->yolo);
+}
+
+int coco_decode_opts_from(coco_decode_opts_t *o, const config_t *c, const char *section, perr_t *e)
+{
+    set_defaults(o);
+    return from_config(o, c, section, e) || check_head(o, e) ? -1 : 0;
+}
+
+int coco_decode_opts_init(coco_decode_opts_t *o, const char *file, const char *section,
+                          const char *const *sets, int nsets, perr_t *e)
+{
+    set_defaults(o);
     if (!file && nsets == 0) return 0;
     config_t *c = file ? config_load(file, e) : config_new("<none>");
     if (!c) return -1;
@@ -220,12 +269,14 @@ int coco_decode_opts_init(coco_decode_opts_t *o, const char *file, const char *s
         rc = config_set(c, buf, e);
     }
     if (!rc) rc = from_config(o, c, section, e);
+    if (!rc) rc = check_head(o, e);
     config_free(c);
     return rc;
 }
 
 void coco_decode_opts_free(coco_decode_opts_t *o)
 {
-    free(o->labels); free(o->boxes); free(o->scores); free(o->label_map); free(o->meta_dir);
+    free(o->labels); free(o->boxes); free(o->scores); free(o->label_map); free(o->meta_dir); free(o->label_map_src);
+    yolo_opts_free(&o->yolo);
     memset(o, 0, sizeof *o);
 }

@@ -20,7 +20,26 @@
  *   top_k                   keep the best N per image, 0 = all [0]
  *   label_map               coco80 | identity | a list of category ids |
  *                           a YAML/JSON file holding that list [identity]
- *   clip                    clip boxes to the original image [false]
+ *   clip                    clip boxes to the original image [false;
+ *                           true with head]
+ * A raw YOLO head (coco/yolo.h; docs/metrics-detection.md) instead of
+ * labels/boxes/scores:
+ *   head                    yolov8 ([1, 4+nc, N]) | yolov5 ([1, N, 5+nc]) [none]
+ *   output                  the head's tensor name [output0]
+ *   conf_threshold          score > it, compared in float32 [0.001]
+ *   nms_iou                 per-class NMS: drop when IoU > it [0.7]
+ *   max_det                 detections per image at most [300]
+ *   max_nms                 candidates into NMS at most [30000]
+ *   multi_label             every class above conf_threshold [true]
+ *   agnostic                one NMS over all classes [false]
+ *   num_classes             nc the head must have [the head's own]
+ *   letterbox_inverse       ultralytics (scale_boxes: gain, rounded pad
+ *                           recomputed from the sizes) | meta [ultralytics]
+ * With a head, boxes are cx, cy, w, h in input pixels (box_format,
+ * box_coords and normalized do not apply, score_threshold and top_k are
+ * refused); a label_map must have nc entries. The decoded corners map to
+ * the original image per meta.json's "mode": letterbox as
+ * letterbox_inverse says, otherwise (v - offset) / scale; in double.
  * Boxes are turned into corners, mapped to original pixels corner by corner,
  * then written as [x1, y1, x2 - x1, y2 - y1]. Kept detections keep their
  * tensor order; a sample's tensors may carry leading dimensions of 1.
@@ -30,6 +49,8 @@
 
 #include <stdint.h>
 #include "coco/coco.h"
+#include "coco/yolo.h"
+#include "config/config.h"
 #include "util/err.h"
 
 typedef enum { BOX_XYXY, BOX_XYWH, BOX_CXCYWH } coco_box_format_t;
@@ -45,7 +66,10 @@ typedef struct coco_decode_opts {
     int64_t top_k;
     int64_t *label_map;      /* NULL: identity */
     int64_t nlabel_map;
+    char *label_map_src;     /* the label map's file, or NULL */
     char *meta_dir;          /* NULL: the outputs folder */
+    yolo_opts_t yolo;        /* head YOLO_NONE: labels/boxes/scores */
+    int clip_set;            /* clip was given (its default depends on head) */
 } coco_decode_opts_t;
 
 /* Defaults, then the keys of `section` in the YAML file (when given; "."
@@ -55,6 +79,8 @@ int coco_decode_opts_init(coco_decode_opts_t *o, const char *file, const char *s
 /* Command-line options as "option-name=value" ("labels=out0", "clip="). */
 int coco_decode_opts_apply(coco_decode_opts_t *o, const char *const *opts, int n, perr_t *e);
 void coco_decode_opts_free(coco_decode_opts_t *o);
+/* The same from an already loaded config (plan reads the model's). */
+int coco_decode_opts_from(coco_decode_opts_t *o, const config_t *c, const char *section, perr_t *e);
 
 /* The COCO ids 1..90 of the 80 COCO classes, in class-index order. */
 extern const int64_t coco80_ids[80];

@@ -16,6 +16,7 @@ typedef struct meta {
     double sx, sy, ox, oy;
     double in_w, in_h;
     int has_map, has_in;
+    int letterbox;           /* "mode": "letterbox" */
 } meta_t;
 
 /* ---- image ids by file name ---- */
@@ -89,7 +90,11 @@ static int read_meta(const char *path, const coco_gt_t *gt, const name_id_t *fil
     if (!rc && (meta_num(j, path, "width", &m->width, 1, e) < 0 ||
                 meta_num(j, path, "height", &m->height, 1, e) < 0))
         rc = -1;
-    int need_map = o->coords == COORDS_INPUT;
+    int yolo = o->yolo.head != YOLO_NONE;
+    int need_map = o->coords == COORDS_INPUT || yolo;
+    json_t *mode = rc ? NULL : json_object_get(j, "mode");
+    if (mode && !json_is_string(mode)) rc = BAD(e, "%s: 'mode' must be a string", path);
+    m->letterbox = mode && json_is_string(mode) && !strcmp(json_string_value(mode), "letterbox");
     int r[4] = {0};
     if (!rc && ((r[0] = meta_num(j, path, "scale_x", &m->sx, need_map, e)) < 0 ||
                 (r[1] = meta_num(j, path, "scale_y", &m->sy, need_map, e)) < 0 ||
@@ -99,10 +104,12 @@ static int read_meta(const char *path, const coco_gt_t *gt, const name_id_t *fil
     m->has_map = r[0] && r[1];
     if (!rc && need_map && (m->sx <= 0 || m->sy <= 0))
         rc = BAD(e, "%s: scale_x and scale_y must be positive", path);
-    int need_in = need_map && o->normalized;
+    int need_in = need_map && (o->normalized || (yolo && m->letterbox && o->yolo.letterbox == YOLO_LB_ULTRALYTICS));
     if (!rc && ((r[0] = meta_num(j, path, "input_width", &m->in_w, need_in, e)) < 0 ||
                 (r[1] = meta_num(j, path, "input_height", &m->in_h, need_in, e)) < 0))
         rc = -1;
+    if (!rc && need_in && (m->in_w <= 0 || m->in_h <= 0 || m->width <= 0 || m->height <= 0))
+        rc = BAD(e, "%s: width, height, input_width and input_height must be positive", path);
     json_decref(j);
     return rc;
 }
@@ -268,6 +275,62 @@ static int decode_sample(const char *sdir, const meta_t *m, const coco_decode_op
     return rc;
 }
 
+/* ---- a YOLO head ---- */
+
+/* A decoded corner in original pixels: Ultralytics' scale_boxes for a
+ * letterbox (gain = min(in_h / h, in_w / w), pad = round((in - orig * gain)
+ * / 2 - 0.1), half to even as Python's round), else the meta map. */
+static void yolo_to_original(const float in[4], const meta_t *m, const coco_decode_opts_t *o, double out[4])
+{
+    if (m->letterbox && o->yolo.letterbox == YOLO_LB_ULTRALYTICS) {
+        double gy = m->in_h / m->height, gx = m->in_w / m->width, gain = gy < gx ? gy : gx;
+        double px = nearbyint((m->in_w - m->width * gain) / 2 - 0.1);
+        double py = nearbyint((m->in_h - m->height * gain) / 2 - 0.1);
+        for (int k = 0; k < 4; k++) out[k] = ((double)in[k] - (k & 1 ? py : px)) / gain;
+    } else {
+        for (int k = 0; k < 4; k++) out[k] = k & 1 ? ((double)in[k] - m->oy) / m->sy : ((double)in[k] - m->ox) / m->sx;
+    }
+    if (o->clip)
+        for (int k = 0; k < 4; k++) out[k] = fmin(fmax(out[k], 0), k & 1 ? m->height : m->width);
+}
+
+static int decode_yolo_sample(const char *sdir, const meta_t *m, const coco_decode_opts_t *o, coco_dets_t *out,
+                              perr_t *e)
+{
+    char *file = tensor_file_name(o->yolo.output);
+    char *path = path_join(sdir, file);
+    free(file);
+    tensor_t t = { 0 };
+    yolo_det_t *d = NULL;
+    int64_t n = 0;
+    int rc = 0;
+    if (!file_exists(path))
+        rc = BAD(e, "%s: no output tensor '%s' (%s); the detection section's output: names the YOLO head", sdir,
+                 o->yolo.output, path);
+    else if (npy_read(path, &t, e) || yolo_decode(&t, path, &o->yolo, o->label_map ? o->nlabel_map : 0, o->label_map_src, &d, &n, e))
+        rc = -1;
+    for (int64_t i = 0; !rc && i < n; i++) {
+        coco_det_t c;
+        double b[4];
+        c.image_id = m->image_id;
+        c.category_id = o->label_map ? o->label_map[d[i].cls] : d[i].cls;
+        yolo_to_original(d[i].box, m, o, b);
+        c.bbox[0] = b[0];
+        c.bbox[1] = b[1];
+        c.bbox[2] = b[2] - b[0];
+        c.bbox[3] = b[3] - b[1];
+        c.score = d[i].score;
+        char what[1100];
+        snprintf(what, sizeof what, "%s: anchor %lld", path, (long long)d[i].anchor);
+        rc = coco_det_check(&c, what, e);
+        if (!rc) coco_dets_push(out, &c);
+    }
+    free(d);
+    tensor_free_data(&t);
+    free(path);
+    return rc;
+}
+
 int coco_decode_dir(const char *dir, const coco_gt_t *gt, const coco_decode_opts_t *o,
                     coco_dets_t *out, perr_t *e)
 {
@@ -288,7 +351,8 @@ int coco_decode_dir(const char *dir, const coco_gt_t *gt, const coco_decode_opts
                 rc = BAD(e, "%s: no meta.json for sample '%s' (use --meta DIR where preprocess wrote them)",
                          mpath, names[i]);
             if (!rc) rc = read_meta(mpath, gt, files, nfiles, o, &m, e);
-            if (!rc) rc = decode_sample(sdir, &m, o, out, e);
+            if (!rc) rc = o->yolo.head != YOLO_NONE ? decode_yolo_sample(sdir, &m, o, out, e)
+                                                    : decode_sample(sdir, &m, o, out, e);
             nsamples++;
             free(mdir);
             free(mpath);

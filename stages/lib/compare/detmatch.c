@@ -26,6 +26,7 @@ int dm_config_parse(dm_config_t *c, const char *spec, perr_t *e)
     memset(c, 0, sizeof *c);
     c->iou = 0.5;
     c->score_floor = 0.3;
+    yolo_opts_init(&c->yolo);
     char *s = xstrdup(spec), *save = NULL;
     int rc = 0;
     for (char *kv = strtok_r(s, ",", &save); kv && !rc; kv = strtok_r(NULL, ",", &save)) {
@@ -42,11 +43,21 @@ int dm_config_parse(dm_config_t *c, const char *spec, perr_t *e)
             else if (!strcmp(v, "xywh")) c->format = DM_XYWH;
             else if (!strcmp(v, "cxcywh")) c->format = DM_CXCYWH;
             else rc = BAD(e, "--detection: format '%s' is not xyxy, xywh or cxcywh", v);
-        } else rc = BAD(e, "--detection: unknown key '%s' (labels, boxes, scores, format, iou, score_floor)", kv);
+        } else {
+            int r = yolo_opt_set(&c->yolo, kv, v, e);
+            if (r < 0) rc = perr_prefix(e, "--detection: ");
+            else if (!r)
+                rc = BAD(e, "--detection: unknown key '%s' (labels, boxes, scores, format, iou, score_floor; "
+                         "head, output, conf_threshold, nms_iou, max_det, max_nms, multi_label, agnostic, "
+                         "num_classes)", kv);
+        }
     }
     free(s);
-    if (!rc && (!c->labels || !c->boxes || !c->scores))
-        rc = BAD(e, "--detection: labels=, boxes= and scores= name the output tensors");
+    int yolo = c->yolo.head != YOLO_NONE;
+    if (!rc && yolo && (c->labels || c->boxes || c->scores))
+        rc = BAD(e, "--detection: head= decodes a raw YOLO head: it takes output=, not labels=, boxes=, scores=");
+    if (!rc && !yolo && (!c->labels || !c->boxes || !c->scores))
+        rc = BAD(e, "--detection: labels=, boxes= and scores= name the output tensors (or head= a raw YOLO head)");
     if (rc) dm_config_free(c);
     return rc;
 }
@@ -56,6 +67,7 @@ void dm_config_free(dm_config_t *c)
     free(c->labels);
     free(c->boxes);
     free(c->scores);
+    yolo_opts_free(&c->yolo);
     memset(c, 0, sizeof *c);
 }
 
@@ -83,10 +95,42 @@ static int load_named(const cmp_set_t *set, const char *name, tensor_t *t, perr_
     return set_load(set, k, t, e);
 }
 
-static int load_dets(const cmp_set_t *set, const dm_config_t *c, dets_t *d, perr_t *e)
+static void dets_alloc(dets_t *d, int64_t n)
 {
-    tensor_t tl = {0}, tb = {0}, ts = {0};
+    d->n = n;
+    d->box = xmalloc((size_t)(4 * n + 1) * sizeof *d->box);
+    d->score = xmalloc((size_t)(n + 1) * sizeof *d->score);
+    d->label = xmalloc((size_t)(n + 1) * sizeof *d->label);
+}
+
+/* A raw YOLO head decoded (coco/yolo.h): boxes in input pixels, labels the class indices. */
+static int load_yolo(const cmp_set_t *set, const char *sample, const dm_config_t *c, dets_t *d, perr_t *e)
+{
+    tensor_t t = {0};
+    yolo_det_t *y = NULL;
+    int64_t n = 0;
+    char what[1200];
+    snprintf(what, sizeof what, "%s: sample '%s': %s", set->side->path, sample, c->yolo.output);
+    int rc = load_named(set, c->yolo.output, &t, e);
+    if (!rc) rc = yolo_decode(&t, what, &c->yolo, 0, NULL, &y, &n, e);
+    if (!rc) {
+        dets_alloc(d, n);
+        for (int64_t i = 0; i < n; i++) {
+            for (int k = 0; k < 4; k++) d->box[4 * i + k] = y[i].box[k];
+            d->score[i] = y[i].score;
+            d->label[i] = y[i].cls;
+        }
+    }
+    free(y);
+    tensor_free_data(&t);
+    return rc;
+}
+
+static int load_dets(const cmp_set_t *set, const char *sample, const dm_config_t *c, dets_t *d, perr_t *e)
+{
     memset(d, 0, sizeof *d);
+    if (c->yolo.head != YOLO_NONE) return load_yolo(set, sample, c, d, e);
+    tensor_t tl = {0}, tb = {0}, ts = {0};
     int rc = load_named(set, c->labels, &tl, e);
     if (!rc) rc = load_named(set, c->boxes, &tb, e);
     if (!rc) rc = load_named(set, c->scores, &ts, e);
@@ -95,10 +139,7 @@ static int load_dets(const cmp_set_t *set, const dm_config_t *c, dets_t *d, perr
         rc = BAD(e, "%s: %s, %s and %s hold %lld, %lld and %lld values: expected N, 4N and N", set->side->path,
                  c->labels, c->boxes, c->scores, (long long)tensor_numel(&tl), (long long)tensor_numel(&tb), (long long)n);
     if (!rc) {
-        d->n = n;
-        d->box = xmalloc((size_t)(4 * n + 1) * sizeof *d->box);
-        d->score = xmalloc((size_t)(n + 1) * sizeof *d->score);
-        d->label = xmalloc((size_t)(n + 1) * sizeof *d->label);
+        dets_alloc(d, n);
         for (int64_t i = 0; i < n; i++) {
             double b[4];
             for (int k = 0; k < 4; k++) b[k] = tensor_get_f64(&tb, 4 * i + k);
@@ -237,9 +278,9 @@ int dm_run(const cmp_side_t *a, const cmp_side_t *b, const dm_config_t *c, dm_re
         dets_t A, B;
         if (set_open(b, ib[k], &sb, e)) { rc = -1; break; }
         if (set_open(a, ia[k], &sa, e)) { set_close(&sb); rc = -1; break; }
-        rc = load_dets(&sa, c, &A, e);
+        rc = load_dets(&sa, a->s[ia[k]].id, c, &A, e);
         if (!rc) {
-            rc = load_dets(&sb, c, &B, e);
+            rc = load_dets(&sb, b->s[ib[k]].id, c, &B, e);
             if (!rc) match_sample(&A, &B, c, r);
             dets_free(&B);
         }
@@ -288,13 +329,18 @@ static json_t *dist_json(const double *v, int64_t n, int worst_high)
 json_t *dm_json(const dm_result_t *r, const dm_config_t *c)
 {
     static const char *const fmt[] = {"xyxy", "xywh", "cxcywh"};
-    json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:f, s:f, s:i, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+    json_t *o = json_pack("{s:s?, s:s?, s:s?, s:s, s:f, s:f, s:i, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
                           "labels", c->labels, "boxes", c->boxes, "scores", c->scores, "format", fmt[c->format],
                           "iou_threshold", c->iou, "score_floor", c->score_floor, "samples", r->samples,
                           "reference_above_floor", (json_int_t)r->ref_above, "above_floor", (json_int_t)r->a_above,
                           "matched", (json_int_t)r->n, "missed", (json_int_t)r->missed,
                           "extra", (json_int_t)r->extra, "label_flips", (json_int_t)r->label_flips,
                           "matched_all", (json_int_t)r->matched);
+    if (c->yolo.head != YOLO_NONE) {
+        char *spec = yolo_opts_spec(&c->yolo);
+        json_object_set_new(o, "decoded", json_string(spec));
+        free(spec);
+    }
     json_object_set_new(o, "iou", dist_json(r->iou, r->n, 0));
     json_object_set_new(o, "score_drift", dist_json(r->dscore, r->n, 1));
     json_object_set_new(o, "box_drift", dist_json(r->dbox, r->n, 1));

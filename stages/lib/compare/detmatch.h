@@ -12,6 +12,7 @@
 #define PARITY_COMPARE_DETMATCH_H
 
 #include <jansson.h>
+#include "coco/yolo.h"
 #include "compare/source.h"
 
 typedef enum { DM_XYXY, DM_XYWH, DM_CXCYWH } dm_format_t;
@@ -21,9 +22,14 @@ typedef struct dm_config {
     dm_format_t format;
     double iou;                      /* match threshold [0.5] */
     double score_floor;              /* detections below it may go unmatched [0.3] */
+    yolo_opts_t yolo;                /* a raw YOLO head decoded first (head=...) */
 } dm_config_t;
 
-/* "labels=L,boxes=B,scores=S[,format=xyxy][,iou=0.5][,score_floor=0.3]" */
+/* "labels=L,boxes=B,scores=S[,format=xyxy][,iou=0.5][,score_floor=0.3]", or
+ * for a raw YOLO head "head=yolov8|yolov5[,output=T]" and the decoding keys
+ * of coco/yolo.h (conf_threshold, nms_iou, max_det, max_nms, multi_label,
+ * agnostic, num_classes) instead of labels/boxes/scores/format: both sides
+ * are decoded, then matched in input pixels. */
 int dm_config_parse(dm_config_t *c, const char *spec, perr_t *e);
 void dm_config_free(dm_config_t *c);
 
