@@ -8,7 +8,7 @@ set -eu
 cd "$(dirname "$0")/.."
 pkgs="build-essential pkg-config libpng-dev libyaml-dev libprotobuf-c-dev protobuf-c-compiler
 libopenblas-dev libjansson-dev zlib1g-dev libonnx-dev libonnx-testdata
-python3 python3-numpy python3-onnx python3-opencv python3-pil python3-yaml time chromium qemu-user
+python3 python3-numpy python3-onnx python3-opencv python3-pil python3-yaml python3-skimage time chromium qemu-user
 clang libclang-rt-14-dev slurmctld slurmd slurm-client munge"
 missing=""
 for p in $pkgs; do

@@ -135,12 +135,40 @@ static void queue_compare_args(plan_out_t *o, const char *dir)
     queue_args(o, dir, "detect.args", d);
 }
 
+/* The task metric of a cell other than detection's (task-eval): its
+ * settings live in task.args; a classifier's cells also count their top-1
+ * flips against the reference cell's outputs (the reference's own: 0). */
+static int has_task_eval(const model_cfg_t *m)
+{
+    return m->task && strcmp(m->task, "detection");
+}
+
+static void emit_task(plan_out_t *o, const char *dir, const char *cd, const char *cell, const char *ref, int is_ref)
+{
+    const model_cfg_t *m = o->m;
+    int flips = !strcmp(m->task, "classification");   /* the reference against itself: 0, measured */
+    mk_printf(o, "%s/task.json: %s/out.done %s/task.args $(PARITY_BIN)/task-eval", cd, cd, dir);
+    if (flips) mk_printf(o, " %s/cells/%s/out.done", dir, ref);
+    for (int i = 0; i < 4; i += 3)   /* the files among the ground truth: labels, classes */
+        if (m->task_gt[i]) mk_printf(o, " %s", m->task_gt[i]);
+    for (int i = 0; i < m->n_depends; i++) mk_printf(o, " %s", m->depends[i]);
+    mk_printf(o, "\n\t@echo '  TASK    %s %s'\n", m->name, cell);
+    mk_printf(o, "\t$(Q)$(PARITY_BIN)/task-eval @'%s/task.args' --dt '%s/out'", dir, cd);
+    if (flips) mk_printf(o, " --ref '%s/cells/%s/out'", dir, ref);
+    mk_printf(o, " --json $@ -q\n\n");
+}
+
 static void emit_cells(plan_out_t *o, const char *dir)
 {
     const model_cfg_t *m = o->m;
     char ref[256], sets[1024];
     ref_cell(m, ref, sizeof ref);
     queue_compare_args(o, dir);
+    if (has_task_eval(m)) {
+        json_t *a = json_array();
+        for (int i = 0; i < m->n_task_args; i++) args_add(o, a, m->task_args[i]);
+        queue_args(o, dir, "task.args", a);
+    }
     for (int v = 0; v < m->n_variants; v++) {
         pre_sets(m, dir, v, sets, sizeof sets);
         for (int p = 0; p < m->n_precisions; p++) {
@@ -189,6 +217,7 @@ static void emit_cells(plan_out_t *o, const char *dir)
                 mk_printf(o, "\t$(Q)$(PARITY_BIN)/map-eval --gt '%s' --dt '%s/out' --meta '%s' --decode '%s' "
                              "--section . --json $@ -q\n\n", m->gt, cd, sets, decode);
             }
+            if (has_task_eval(m)) emit_task(o, dir, cd, cell, ref, is_ref);
             if (precision_cell) {
                 mk_printf(o, "%s/dump.done: %s/engines/%s.engine", cd, dir, pn);
                 put_stamp(o, dir, v);
@@ -231,6 +260,7 @@ static void put_cell_results(plan_out_t *o, const char *dir, int v, int p)
     mk_printf(o, " %s/out.done", cd);
     if (!is_ref) mk_printf(o, " %s/compare.json", cd);
     if (m->detection) mk_printf(o, " %s/map.json", cd);
+    if (has_task_eval(m)) mk_printf(o, " %s/task.json", cd);
     if (layerwise) mk_printf(o, " %s/layerwise.json %s/local.json", cd, cd);
 }
 
@@ -283,6 +313,8 @@ static json_t *plan_json(const model_cfg_t *m, const char *dir)
     json_object_set_new(root, "onnx", json_string(m->model));
     json_object_set_new(root, "dataset", m->gt ? json_pack("{s:s, s:s}", "gt", m->gt, "images", m->images) : json_null());
     json_object_set_new(root, "reference", json_string(ref_cell(m, ref, sizeof ref)));
+    json_object_set_new(root, "task", m->task ? json_string(m->task) : json_null());
+    json_object_set_new(root, "task_metric", m->task_metric ? json_string(m->task_metric) : json_null());
     json_t *vs = json_array(), *ps = json_array();
     for (int v = 0; v < m->n_variants; v++) json_array_append_new(vs, json_string(m->variants[v].name));
     for (int p = 0; p < m->n_precisions; p++)
@@ -304,6 +336,14 @@ static json_t *plan_json(const model_cfg_t *m, const char *dir)
     if (m->max_map_drop >= 0) json_object_set_new(th, "max_map_drop", json_real(m->max_map_drop));
     if (m->min_map >= 0) json_object_set_new(th, "min_map", json_real(m->min_map));
     json_object_set_new(th, "require_compare", json_boolean(m->require_compare));
+    const struct { const char *key; const struct metric_bound *b; int n; } bounds[] = {
+        {"max_metric_drop", m->drops, m->n_drops}, {"min_metric", m->mins, m->n_mins}, {"max_metric", m->maxs, m->n_maxs}};
+    for (int k = 0; k < 3; k++) {
+        if (!bounds[k].n) continue;
+        json_t *b = json_object();
+        for (int i = 0; i < bounds[k].n; i++) json_object_set_new(b, bounds[k].b[i].metric, json_real(bounds[k].b[i].v));
+        json_object_set_new(th, bounds[k].key, b);
+    }
     json_object_set_new(root, "thresholds", th);
     for (int v = 0; v < m->n_variants; v++) {
         pre_sets(m, dir, v, sets, sizeof sets);
@@ -329,6 +369,7 @@ static json_t *plan_json(const model_cfg_t *m, const char *dir)
             CELL_FILE("stats", "stats.json", 1);
             CELL_FILE("compare", "compare.json", !is_ref);
             CELL_FILE("map", "map.json", m->detection);
+            CELL_FILE("task", "task.json", has_task_eval(m));
             CELL_FILE("layerwise", "layerwise.json", prec && !is_ref);
             CELL_FILE("local", "local.json", prec && !is_ref);
 #undef CELL_FILE
@@ -336,6 +377,8 @@ static json_t *plan_json(const model_cfg_t *m, const char *dir)
             if (!is_ref && v == m->ref_variant && m->require_compare) json_array_append_new(checks, json_string("compare"));
             if (m->detection && !is_ref && m->max_map_drop >= 0) json_array_append_new(checks, json_string("map_drop"));
             if (m->detection && is_ref && m->min_map >= 0) json_array_append_new(checks, json_string("min_map"));
+            if (!is_ref && m->n_drops) json_array_append_new(checks, json_string("metric_drop"));
+            if (is_ref && (m->n_mins || m->n_maxs)) json_array_append_new(checks, json_string("min_metric"));
             json_array_append_new(checks, json_string("finite"));
             json_object_set_new(c, "checks", checks);
             json_object_set_new(c, "expected_failure", json_null());

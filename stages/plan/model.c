@@ -62,6 +62,22 @@ static const model_key_t model_schema[] = {
     {"expected_failures.[].variant", "name"},
     {"expected_failures.[].precision", "name"},
     {"expected_failures.[].reason", "text (shown, never run)"},
+    {"task", "detection | classification | segmentation | matting | restoration"},
+    {"dataset.labels", "path"},
+    {"dataset.label_maps", "path"},
+    {"dataset.clean", "path"},
+    {"dataset.classes", "path"},
+    {"metric.output", "tensor name"},
+    {"metric.ignore_index", "number"},
+    {"metric.num_classes", "number"},
+    {"metric.band_radius", "number"},
+    {"metric.convention", "skimage | basicsr"},
+    {"metric.crop_border", "number"},
+    {"metric.y_channel", "bool"},
+    {"metric.round", "bool"},
+    {"thresholds.max_metric_drop.*", "metric name: number"},
+    {"thresholds.min_metric.*", "metric name: number"},
+    {"thresholds.max_metric.*", "metric name: number"},
 };
 #define N_MODEL_KEYS (sizeof model_schema / sizeof *model_schema)
 
@@ -487,6 +503,7 @@ int model_load(model_cfg_t *m, const char *path, const char *build_dir, perr_t *
     if ((nd = config_get(m->cfg, "layerwise_sample")) && get_checked(m, nd, "layerwise_sample", 0, &m->layerwise_sample, e))
         return -1;
     if (load_compare_extras(m, e) || load_expected(m, e)) return -1;
+    if (model_load_task(m, e)) return -1;
     if ((nd = config_get(m->cfg, "depends"))) {
         char where[256];
         if (nd->kind != CFG_SEQ || nd->n > PLAN_MAX) return BAD(e, "%s: depends: expected a list of paths", cfg_node_where(nd, where, sizeof where));
@@ -505,6 +522,7 @@ void model_free(model_cfg_t *m)
     for (int i = 0; i < m->n_pre_post; i++) free(m->pre_post[i]);
     for (int i = 0; i < m->n_expect; i++) free(m->expect[i].reason);
     free(m->det_spec);
+    model_free_task(m);
     for (int i = 0; i < m->n_precisions; i++) {
         free(m->precisions[i].name); free(m->precisions[i].config); free(m->precisions[i].backend);
         free(m->precisions[i].text);

@@ -56,6 +56,13 @@ typedef struct model_cfg {
     int det_input_coords;       /* det_spec decodes a YOLO head: boxes in input pixels */
     char *pre_post[PLAN_MAX]; int n_pre_post;  /* compare.pre_postprocess: tensors before TopK */
     struct expect { int variant, precision; char *reason; } expect[PLAN_MAX]; int n_expect;
+    /* task: (task.c): what the model does and how task-eval judges it */
+    const char *task;           /* detection | classification | segmentation | matting | restoration, or NULL */
+    const char *task_metric;    /* the headline metric ("top1", "miou", "mae", "psnr"; "ap" for detection) */
+    char *task_gt[4];           /* dataset.labels, dataset.label_maps, dataset.clean, dataset.classes (or NULL) */
+    char *task_args[2 * PLAN_MAX]; int n_task_args;   /* task-eval options from metric: */
+    struct metric_bound { char *metric; double v; } drops[PLAN_MAX], mins[PLAN_MAX], maxs[PLAN_MAX];
+    int n_drops, n_mins, n_maxs;   /* thresholds.max_metric_drop / min_metric / max_metric */
                                 /* expected_failures: -1 = every variant / precision */
     config_t *cfg;
 } model_cfg_t;
@@ -64,6 +71,10 @@ typedef struct model_cfg {
 void model_print_schema(void);
 int model_load(model_cfg_t *m, const char *path, const char *build_dir, perr_t *e);
 void model_free(model_cfg_t *m);
+/* task.c: reads task:, the dataset's ground truth, metric: and the metric
+ * thresholds (after the rest of the config); frees what it read. */
+int model_load_task(model_cfg_t *m, perr_t *e);
+void model_free_task(model_cfg_t *m);
 /* Checks a name against [A-Za-z0-9._-]+ and a path against [A-Za-z0-9._/+-]+. */
 int safe_name(const char *s);
 int safe_path(const char *s);

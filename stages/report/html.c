@@ -142,7 +142,14 @@ static void write_grid(FILE *f, const report_t *r)
     for (int i = 0; i < r->n_cells; i++) have_map |= r->cells[i].ap >= 0;
     json_t *th = json_object_get(r->plan, "thresholds");
     double max_drop = json_is_number(json_object_get(th, "max_map_drop")) ? json_number_value(json_object_get(th, "max_map_drop")) : -1;
-    fprintf(f, "<table id=\"grid\"><caption>%s", have_map ? "AP points against the reference" : "Outputs against the reference");
+    json_t *allow = r->task_metric ? json_object_get(json_object_get(th, "max_metric_drop"), r->task_metric) : NULL;
+    if (r->task_metric && strcmp(r->task_metric, "ap")) {
+        fprintf(f, "<table id=\"grid\"><caption>%s against the reference", metric_label(r->task_metric));
+        if (json_is_number(allow))
+            fprintf(f, " (a cell may lose %g%s%s)", json_number_value(allow), *metric_unit(r, r->task_metric) ? " " : "",
+                    metric_unit(r, r->task_metric));
+    } else
+        fprintf(f, "<table id=\"grid\"><caption>%s", have_map ? "AP points against the reference" : "Outputs against the reference");
     if (have_map && max_drop >= 0) fprintf(f, " (a cell may lose %.1f)", max_drop);
     fprintf(f, "</caption>\n<tr><th>variant \\ precision</th>");
     for (int b = 0; b < np; b++) { fprintf(f, "<th>"); esc(f, ps[b]); fprintf(f, "</th>"); }
@@ -205,7 +212,12 @@ static void write_cells_table(FILE *f, const report_t *r)
 {
     int det = 0;
     for (int i = 0; i < r->n_cells; i++) det |= r->cells[i].det != NULL;
-    fprintf(f, "<table id=\"cells\"><tr><th>variant</th><th>precision</th><th>outcome</th><th>AP</th><th>AP50</th>");
+    int task = r->task_metric && strcmp(r->task_metric, "ap");   /* the task metric in place of AP */
+    if (task)
+        fprintf(f, "<table id=\"cells\"><tr><th>variant</th><th>precision</th><th>outcome</th><th>%s (%s)</th><th>change</th>",
+                metric_label(r->task_metric), metric_unit(r, r->task_metric));
+    else
+        fprintf(f, "<table id=\"cells\"><tr><th>variant</th><th>precision</th><th>outcome</th><th>AP</th><th>AP50</th>");
     if (det)
         fprintf(f, "<th>matched</th><th>missed</th><th>extra</th><th>label flips</th><th>IoU p1</th>"
                    "<th>score drift p99</th><th>box drift p99 (px)</th>");
@@ -223,7 +235,10 @@ static void write_cells_table(FILE *f, const report_t *r)
         esc(f, c->precision);
         fprintf(f, "</td><td class=\"%s\">%s</td>", c->is_reference ? "ref" : grid_class(c, -1),
                 c->is_reference ? "reference" : outcome_name(c->outcome));
-        if (c->ap >= 0) fprintf(f, "<td>%.1f</td><td>%.1f</td>", 100 * c->ap, 100 * c->ap50); else fprintf(f, "<td>-</td><td>-</td>");
+        if (task && c->metric == c->metric)
+            fprintf(f, "<td>%.6g</td><td>%+.4g</td>", c->metric, c->dmetric == c->dmetric ? c->dmetric : 0.0);
+        else if (c->ap >= 0) fprintf(f, "<td>%.1f</td><td>%.1f</td>", 100 * c->ap, 100 * c->ap50);
+        else fprintf(f, "<td>-</td><td>-</td>");
         if (det) {
             if (c->det)
                 fprintf(f, "<td>%lld</td><td>%lld</td><td>%lld</td><td>%lld</td><td>%.4f</td><td>%.2g</td><td>%.2g</td>",

@@ -91,6 +91,8 @@ int report_load(report_t *r, const char *plan_path, const char *cells, perr_t *e
     r->plan = json_load_file(plan_path, 0, &je);
     if (!r->plan) return BAD(e, "%s:%d: %s", plan_path, je.line, je.text);
     r->model = json_string_value(json_object_get(r->plan, "model"));
+    r->task = json_string_value(json_object_get(r->plan, "task"));
+    r->task_metric = json_string_value(json_object_get(r->plan, "task_metric"));
     json_t *pc = json_object_get(r->plan, "cells"), *c;
     if (!r->model || !json_is_array(pc)) return BAD(e, "%s: not a plan (no model or cells)", plan_path);
     r->cells = xcalloc(json_array_size(pc) + 1, sizeof *r->cells);
@@ -108,6 +110,7 @@ int report_load(report_t *r, const char *plan_path, const char *cells, perr_t *e
         x->is_reference = json_is_true(json_object_get(c, "is_reference"));
         x->compare = load_json_opt(c, "compare", e, &rc);
         x->map = load_json_opt(c, "map", e, &rc);
+        x->task = load_json_opt(c, "task", e, &rc);
         x->layerwise = load_json_opt(c, "layerwise", e, &rc);
         x->local = load_json_opt(c, "local", e, &rc);
         x->stats = load_json_opt(c, "stats", e, &rc);
@@ -140,6 +143,7 @@ static size_t cat(char *buf, size_t n, size_t cap, const char *fmt, ...)
     return k < 0 ? n : n + (size_t)k >= cap ? cap - 1 : n + (size_t)k;
 }
 static void verdict_line(report_t *r);
+static size_t failing_metrics(const report_t *r, char *v, size_t n, size_t cap);
 
 /* "kernels: avx2" in the reports: the instruction set infer's stats name,
  * "blas on ..." where OpenBLAS did the products; every distinct one, in
@@ -157,7 +161,7 @@ static void note_kernels(report_t *r, const json_t *stats)
     snprintf(r->kernels + n, sizeof r->kernels - n, "%s%s", n ? ", " : "", one);
 }
 
-static check_t *add_check(report_t *r, const cell_t *c, const char *name, int passed)
+check_t *add_check(report_t *r, const cell_t *c, const char *name, int passed)
 {
     /* failures of a cell expected to fail are counted when the cell is judged */
     r->checks = xrealloc(r->checks, (r->n_checks + 1) * sizeof *r->checks);
@@ -226,6 +230,8 @@ void report_evaluate(report_t *r)
             } else if (!strcmp(name, "min_map")) {
                 k = add_check(r, c, name, c->ap >= min_map);
                 if (!k->passed) snprintf(k->reason, sizeof k->reason, "reference AP %.3f is below the required %.3f", c->ap, min_map);
+            } else if (!strcmp(name, "metric_drop") || !strcmp(name, "min_metric")) {
+                task_check(r, c, ref, name);
             } else if (!strcmp(name, "finite")) {
                 if (!c->compare) continue;   /* the reference is what others are checked against */
                 k = add_check(r, c, name, c->nonfinite == 0);
@@ -240,6 +246,7 @@ void report_evaluate(report_t *r)
         cell_t *c = &r->cells[i];
         c->dap = ref && ref->ap >= 0 && c->ap >= 0 ? 100 * (c->ap - ref->ap) : NAN;
     }
+    task_set_metrics(r, ref);
     judge_cells(r);
 }
 
@@ -271,6 +278,27 @@ static void judge_cells(report_t *r)
     verdict_line(r);
 }
 
+/* " (fp16: −6.1 dB PSNR, bgr/fp16: −0.4 AP)": the failing cells' task metric
+ * against the reference, named by precision (and variant when it is not
+ * the reference's). */
+static size_t failing_metrics(const report_t *r, char *v, size_t n, size_t cap)
+{
+    const char *refv = NULL;
+    int k = 0;
+    for (int i = 0; i < r->n_cells; i++)
+        if (r->cells[i].is_reference) refv = r->cells[i].variant;
+    for (int i = 0; i < r->n_cells; i++) {
+        const cell_t *c = &r->cells[i];
+        if (c->outcome != OUT_FAIL || c->is_reference || !(c->dmetric == c->dmetric)) continue;
+        char d[96];
+        metric_delta_text(r, c->dmetric, d, sizeof d);
+        n = cat(v, n, cap, "%s", k++ ? ", " : " (");
+        if (refv && strcmp(c->variant, refv)) n = cat(v, n, cap, "%s/", c->variant);
+        n = cat(v, n, cap, "%s: %s", c->precision, d);
+    }
+    return k ? cat(v, n, cap, ")") : n;
+}
+
 /* "PASS — 2 expected failures: letterbox-naive (−60.2 AP), imagenet-norm (−12.3 AP)":
  * expected failures grouped by variant (or cell, when not every precision of it is expected). */
 static void verdict_line(report_t *r)
@@ -280,6 +308,7 @@ static void verdict_line(report_t *r)
     int fails = r->failed - r->n_xpass;   /* XPASS adds one failing check per cell */
     n = cat(v, n, cap, "%s", r->failed ? "FAIL" : "PASS");
     if (fails) n = cat(v, n, cap, " — %d check%s failed", fails, fails == 1 ? "" : "s");
+    if (fails) n = failing_metrics(r, v, n, cap);
     if (r->n_xpass) {
         n = cat(v, n, cap, "%s%d unexpected pass%s (XPASS):", fails ? "; " : " — ", r->n_xpass, r->n_xpass == 1 ? "" : "es");
         for (int i = 0, k = 0; i < r->n_cells; i++)
@@ -305,14 +334,18 @@ static void verdict_line(report_t *r)
             if (c->outcome != OUT_XFAIL) continue;
             xf++;
             one = c->precision;
-            if (c->dap == c->dap && !(c->dap >= worst)) worst = c->dap;
+            if (c->dmetric == c->dmetric && !(c->dmetric >= worst)) worst = c->dmetric;
         }
         if (!xf) continue;
         groups++;
         ln = cat(list, ln, sizeof list, "%s%s", ln ? ", " : "", vs[a]);
         if (xf == 1 && cells > 1) ln = cat(list, ln, sizeof list, "/%s", one);
         else if (xf < cells) ln = cat(list, ln, sizeof list, " (%d cells)", xf);
-        if (worst == worst) ln = cat(list, ln, sizeof list, " (%s%.1f AP)", worst < 0 ? "\u2212" : "+", fabs(worst));
+        if (worst == worst) {
+            char d[96];
+            metric_delta_text(r, worst, d, sizeof d);
+            ln = cat(list, ln, sizeof list, " (%s)", d);
+        }
         if (ln >= sizeof list) ln = sizeof list - 1;
     }
     free(vs);
@@ -382,6 +415,7 @@ int report_reasons(const report_t *r, reason_group_t **out)
         size_t pl = 0;
         int count = 0, cells = 0;
         double lo = NAN, hi = NAN;
+        const cell_t *last = NULL;
         for (int j = i; j < r->n_checks; j++) {
             const check_t *q = &r->checks[j];
             const cell_t *d = NULL;
@@ -390,10 +424,12 @@ int report_reasons(const report_t *r, reason_group_t **out)
             if (q->passed || done[j] || !d || strcmp(d->variant, c->variant) || strcmp(q->name, k->name) || q->expected != k->expected)
                 continue;
             done[j] = 1;
+            if (last == d) continue;   /* one cell failing the check for several metrics */
+            last = d;
             count++;
             pl = cat(precs, pl, sizeof precs, "%s%s", pl ? ", " : "", d->precision);
             if (pl >= sizeof precs) pl = sizeof precs - 1;
-            if (d->dap == d->dap) { lo = lo == lo ? fmin(lo, d->dap) : d->dap; hi = hi == hi ? fmax(hi, d->dap) : d->dap; }
+            if (d->dmetric == d->dmetric) { lo = lo == lo ? fmin(lo, d->dmetric) : d->dmetric; hi = hi == hi ? fmax(hi, d->dmetric) : d->dmetric; }
         }
         for (int m = 0; m < r->n_cells; m++) cells += !strcmp(r->cells[m].variant, c->variant);
         reason_group_t *x = &g[n++];
@@ -404,7 +440,11 @@ int report_reasons(const report_t *r, reason_group_t **out)
         if (!strcmp(k->name, "map_drop") && lo == lo)
             tl = cat(x->text, tl, sizeof x->text, lo == hi || fabs(lo - hi) < 0.05 ? "\u2212%.1f AP" : "\u2212%.1f to \u2212%.1f AP",
                            -hi, -lo);
-        else
+        else if (!strcmp(k->name, "metric_drop") && lo == lo) {
+            char d[96];
+            metric_delta_text(r, lo, d, sizeof d);   /* the worst */
+            tl = cat(x->text, tl, sizeof x->text, "%s", d);
+        } else
             tl = cat(x->text, tl, sizeof x->text, "%s", k->name);
         if (count == cells && cells > 1) tl = cat(x->text, tl, sizeof x->text, " at every precision");
         else tl = cat(x->text, tl, sizeof x->text, " at %s", precs);
@@ -422,7 +462,7 @@ void report_free(report_t *r)
 {
     for (int i = 0; i < r->n_cells; i++) {
         cell_t *c = &r->cells[i];
-        json_decref(c->compare); json_decref(c->map); json_decref(c->layerwise);
+        json_decref(c->compare); json_decref(c->map); json_decref(c->layerwise); json_decref(c->task);
         json_decref(c->local); json_decref(c->stats);
     }
     free(r->cells);

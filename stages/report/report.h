@@ -9,7 +9,7 @@
 
 typedef struct check {
     char cell[256];
-    char name[32];          /* compare | map_drop | min_map | finite */
+    char name[32];          /* compare | map_drop | min_map | metric_drop | min_metric | finite */
     int passed;
     int expected;           /* failed in a cell expected to fail (xfail): not a failure */
     char reason[2048];      /* why, in words */
@@ -32,6 +32,11 @@ typedef struct cell {
     double dap;             /* AP points against the reference (negative: lost); NAN without */
     json_t *det;            /* compare's detection matching (borrowed), or NULL */
     double pre_snr;         /* lowest SNR (dB) of the pre-postprocessing tensors (layerwise); NAN without */
+    json_t *task;           /* task-eval's task.json (owned), or NULL */
+    double metric, dmetric; /* the headline task metric (AP in points for detection) and its change
+                               against the reference (negative: worse for a higher-is-better metric); NAN without */
+    char mtext[96];         /* the grid's words for it: "ref 32.21 dB PSNR", "−6.10 dB PSNR"; "" for detection
+                               and element-wise models (their own words) */
 } cell_t;
 
 typedef struct report {
@@ -45,7 +50,15 @@ typedef struct report {
     int n_xfail, n_xpass;   /* cells */
     char verdict[1024];     /* "PASS — 2 expected failures: letterbox-naive (−60.2 AP), ..." */
     char kernels[96];       /* the kernels the cells ran on (infer's stats: "avx2", "blas on avx512"), "" if unknown */
+    const char *task, *task_metric;   /* plan.json's task and headline metric, or NULL */
 } report_t;
+
+/* The headline metric's change in words: "−6.1 dB PSNR", "−0.5 % top1", "−60.2 AP". */
+void metric_delta_text(const report_t *r, double d, char *b, size_t n);
+/* Its unit and whether higher is better (from the cells' task.json). */
+const char *metric_unit(const report_t *r, const char *metric);
+/* "PSNR", "mIoU", "top-1": a metric's name as people write it. */
+const char *metric_label(const char *metric);
 
 /* The model's variants and precisions in plan order (names borrowed). */
 int report_axes(const report_t *r, const char ***variants, int *nv, const char ***precisions, int *np);
@@ -56,6 +69,12 @@ int report_reasons(const report_t *r, reason_group_t **out);
 const char *outcome_name(outcome_t o);
 /* The grid's text for a cell: "−0.1", "ref 65.3 AP", "outputs ok", with XFAIL/XPASS/FAIL. */
 void grid_text(const cell_t *c, char *b, size_t n);
+
+/* load.c: a check of a cell (its reason empty), appended to r->checks. */
+check_t *add_check(report_t *r, const cell_t *c, const char *name, int passed);
+/* task.c: every cell's metric and dmetric; the metric_drop and min_metric checks. */
+void task_set_metrics(report_t *r, const cell_t *ref);
+void task_check(report_t *r, const cell_t *c, const cell_t *ref, const char *name);
 
 int report_load(report_t *r, const char *plan_path, const char *cells, perr_t *e);
 void report_evaluate(report_t *r);

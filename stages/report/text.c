@@ -9,6 +9,32 @@
 
 static json_t *num_or_null(double v) { return v < 0 ? json_null() : json_real(v); }
 
+/* {"name": task, "metric": headline, "value", "delta", "unit", "metrics": {m: {value, delta, unit, better}}}. */
+static json_t *task_json(const report_t *r, const cell_t *c)
+{
+    json_t *t = json_pack("{s:s, s:s?, s:o, s:o, s:s}", "name", r->task, "metric", r->task_metric,
+                          "value", c->metric == c->metric ? json_real(c->metric) : json_null(),
+                          "delta", c->dmetric == c->dmetric ? json_real(c->dmetric) : json_null(),
+                          "unit", r->task_metric && strcmp(r->task_metric, "ap") ? metric_unit(r, r->task_metric) : "AP points");
+    json_t *ms = json_object_get(c->task, "metrics");
+    const cell_t *ref = NULL;
+    for (int i = 0; i < r->n_cells; i++)
+        if (r->cells[i].is_reference) ref = &r->cells[i];
+    if (json_is_object(ms)) {
+        json_t *all = json_object(), *m;
+        const char *k;
+        json_object_foreach(ms, k, m) {
+            json_t *e = json_deep_copy(m), *v = json_object_get(m, "value");
+            json_t *rv = ref ? json_object_get(json_object_get(json_object_get(ref->task, "metrics"), k), "value") : NULL;
+            json_object_set_new(e, "delta", json_is_number(v) && json_is_number(rv)
+                                                ? json_real(json_number_value(v) - json_number_value(rv)) : json_null());
+            json_object_set_new(all, k, e);
+        }
+        json_object_set_new(t, "metrics", all);
+    }
+    return t;
+}
+
 int write_results_json(const report_t *r, const char *path, perr_t *e)
 {
     json_t *root = json_object(), *cells = json_array(), *checks = json_array();
@@ -23,12 +49,27 @@ int write_results_json(const report_t *r, const char *path, perr_t *e)
     if (r->kernels[0]) json_object_set_new(root, "kernels", json_string(r->kernels));
     for (int i = 0; i < r->n_cells; i++) {
         const cell_t *c = &r->cells[i];
-        json_array_append_new(cells, json_pack("{s:s, s:s, s:s, s:b, s:o, s:o, s:o, s:o, s:o, s:i, s:o}",
-            "name", c->name, "variant", c->variant, "precision", c->precision, "is_reference", c->is_reference,
-            "AP", num_or_null(c->ap), "AP50", num_or_null(c->ap50), "max_abs_error", num_or_null(c->max_abs),
-            "p99_rel_error", num_or_null(c->max_rel_p99), "snr_db", num_or_null(c->snr_db), "nonfinite_outputs", c->nonfinite,
-            "median_ms", num_or_null(c->median_ms)));
-        json_t *x = json_array_get(cells, json_array_size(cells) - 1);
+        /* a task cell's headline figures are its task's; element-wise statistics
+         * (meaningless after TopK or NMS, e.g. 638 px on boxes that all match)
+         * go under "elementwise" */
+        json_t *ew = json_pack("{s:o, s:o, s:o}", "max_abs_error", num_or_null(c->max_abs), "p99_rel_error",
+                               num_or_null(c->max_rel_p99), "snr_db", num_or_null(c->snr_db));
+        json_t *x = json_pack("{s:s, s:s, s:s, s:b}", "name", c->name, "variant", c->variant, "precision", c->precision,
+                              "is_reference", c->is_reference);
+        if (r->task) {
+            json_object_set_new(x, "task", task_json(r, c));
+            json_object_set_new(x, "AP", num_or_null(c->ap));
+            json_object_set_new(x, "AP50", num_or_null(c->ap50));
+            json_object_set_new(x, "elementwise", ew);
+        } else {
+            json_object_set_new(x, "AP", num_or_null(c->ap));
+            json_object_set_new(x, "AP50", num_or_null(c->ap50));
+            json_object_update(x, ew);
+            json_decref(ew);
+        }
+        json_object_set_new(x, "nonfinite_outputs", json_integer(c->nonfinite));
+        json_object_set_new(x, "median_ms", num_or_null(c->median_ms));
+        json_array_append_new(cells, x);
         json_object_set_new(x, "outcome", json_string(outcome_name(c->outcome)));
         json_object_set_new(x, "expected_failure", c->expected ? json_string(c->expected) : json_null());
         json_object_set_new(x, "delta_ap_points", c->dap == c->dap ? json_real(c->dap) : json_null());
@@ -54,7 +95,8 @@ static void fmt_pct(char *b, size_t n, double v) { if (v < 0) snprintf(b, n, "-"
 void grid_text(const cell_t *c, char *b, size_t n)
 {
     size_t k = 0;
-    if (c->is_reference) k = snprintf(b, n, c->ap >= 0 ? "ref %.1f AP" : "reference", 100 * c->ap);
+    if (c->mtext[0]) k = snprintf(b, n, "%s", c->mtext);
+    else if (c->is_reference) k = snprintf(b, n, c->ap >= 0 ? "ref %.1f AP" : "reference", 100 * c->ap);
     else if (c->dap == c->dap) k = snprintf(b, n, "%s%.1f", c->dap < 0 ? "\u2212" : "+", fabs(c->dap));
     else if (c->compare) k = snprintf(b, n, "%s", json_is_true(json_object_get(c->compare, "passed")) ? "outputs ok" : "outputs differ");
     else k = snprintf(b, n, "-");
@@ -74,7 +116,8 @@ int write_summary_md(const report_t *r, const char *path, perr_t *e)
     int have_map = 0;
     for (int i = 0; i < r->n_cells; i++) have_map |= r->cells[i].ap >= 0;
     fprintf(f, "%s against the reference cell `%s` (XFAIL: expected to fail; XPASS: expected to fail but passed).\n\n",
-            have_map ? "AP points" : "Output check", json_string_value(json_object_get(r->plan, "reference")));
+            r->task_metric && strcmp(r->task_metric, "ap") ? metric_label(r->task_metric) : have_map ? "AP points" : "Output check",
+            json_string_value(json_object_get(r->plan, "reference")));
     fprintf(f, "| variant |");
     for (int b = 0; b < np; b++) fprintf(f, " %s |", ps[b]);
     fprintf(f, "\n|---|");
@@ -101,12 +144,21 @@ int write_summary_md(const report_t *r, const char *path, perr_t *e)
     }
     free(g);
     fprintf(f, "\n<details><summary>Every cell</summary>\n\n");
-    fprintf(f, "| variant | precision | AP | AP50 | detections matched / missed / extra | NaN/Inf | median ms |\n");
+    int task = r->task_metric && strcmp(r->task_metric, "ap");   /* the task metric in place of AP */
+    if (task)
+        fprintf(f, "| variant | precision | %s (%s) | change | detections matched / missed / extra | NaN/Inf | median ms |\n",
+                metric_label(r->task_metric), metric_unit(r, r->task_metric));
+    else
+        fprintf(f, "| variant | precision | AP | AP50 | detections matched / missed / extra | NaN/Inf | median ms |\n");
     fprintf(f, "|---|---|---:|---:|---:|---:|---:|\n");
     for (int i = 0; i < r->n_cells; i++) {
         const cell_t *c = &r->cells[i];
         char ap[16], ap50[16], ms[16], dm[64] = "-";
         fmt_pct(ap, sizeof ap, c->ap); fmt_pct(ap50, sizeof ap50, c->ap50);
+        if (task && c->metric == c->metric) {
+            snprintf(ap, sizeof ap, "%.6g", c->metric);
+            snprintf(ap50, sizeof ap50, "%+.4g", c->dmetric == c->dmetric ? c->dmetric : 0.0);
+        }
         if (c->median_ms < 0) snprintf(ms, sizeof ms, "-"); else snprintf(ms, sizeof ms, "%.1f", c->median_ms);
         if (c->det) snprintf(dm, sizeof dm, "%lld / %lld / %lld", (long long)json_integer_value(json_object_get(c->det, "matched")),
                              (long long)json_integer_value(json_object_get(c->det, "missed")),

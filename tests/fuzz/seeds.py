@@ -63,6 +63,7 @@ for mode, size in [("RGB", (3, 2)), ("L", (2, 2)), ("RGBA", (1, 3)), ("P", (2, 1
     b = io.BytesIO(); Image.new(mode, size, 90).save(b, "PNG")
     put("png", mode + ".png", b"\0" + b.getvalue())
 b = io.BytesIO(); Image.new("RGB", (2, 2), (10, 200, 30)).save(b, "PNG"); put("png", "gray.png", b"\1" + b.getvalue())
+b = io.BytesIO(); Image.new("P", (5, 3), 1).save(b, "PNG", bits=2); put("png", "palette-index.png", b"\2" + b.getvalue())
 
 for kind, folder in [("config_precision", "precisions"), ("config_preprocess", "preprocess"), ("config_model", "models")]:
     for f in sorted(os.listdir(f"configs/{folder}")):
@@ -94,6 +95,12 @@ gt = {"images": [{"id": 1, "width": 8, "height": 6}, {"id": 2, "width": 4, "heig
 put("coco_gt", "small.json", json.dumps(gt))
 put("coco_results", "small.json", json.dumps([{"image_id": 1, "category_id": 1, "bbox": [1, 1, 3, 2.5], "score": 0.9},
                                               {"image_id": 2, "category_id": 3, "bbox": [0, 0, 1, 1], "score": 0.25}]))
+
+# task-eval's labels (JSON object or CSV) and class-name files (JSON list or lines)
+put("labels", "csv", b"file,label\na.png,3\nb.png,0\n")
+put("labels", "json", b'{"a": 1, "b.jpg": 0}')
+put("classes", "lines", b"cat\ndog\r\nbird\n")
+put("classes", "json", b'["cat", "dog"]')
 
 # plan.json as plan writes it, with its cells' result files beside it (relative paths)
 subprocess.run([f"{bindir}/plan", "configs/models/convclip.yaml", "-o", os.path.join(tmp, "plan")], check=True,

@@ -81,6 +81,19 @@ planjson = path("plan/plan.json")
 results = write("results.json", json.dumps({"verdict": "PASS"}).encode())
 args_ok = write("ok.args", json.dumps(["--config", pcfg]).encode())
 
+# task-eval's inputs: a run of one sample, its labels, classes, label map, clean image
+os.makedirs(path("clsrun/s0"))
+np.save(path("clsrun/s0/logits.npy"), np.array([[0.1, 0.9, 0.3, 0.2]], np.float32))
+os.makedirs(path("imgrun/s0"))
+np.save(path("imgrun/s0/out.npy"), rng.random((1, 3, 12, 12)).astype(np.float32))
+labels_json = write("labels.json", b'{"s0": 1}')
+classes_txt = write("classes.txt", b"a\nb\nc\nd\n")
+os.makedirs(path("clean"))
+write("clean/s0.png", png_bytes(12, 12))
+os.makedirs(path("segmaps"))
+from PIL import Image
+Image.fromarray(rng.integers(0, 3, (12, 12)).astype(np.uint8)).save(path("segmaps/s0.png"))
+
 # ---- hostile files, by the kind of file expected ----
 random_bytes = write("random.bin", bytes(rng.integers(0, 256, 4096, dtype=np.uint8)))
 empty = write("empty.bin", b"")
@@ -138,6 +151,12 @@ CASES = [   # stage, argument, kind, argv (F: the file under test, O: the output
     ("report", "--plan", "json", ["--plan", "F", "-o", "O"]),
     ("report", "--verdict", "json", ["--verdict", "F"]),
     ("plan", "CONFIG", "yaml", ["F", "-o", "O"]),
+    ("task-eval", "--dt", "set", ["--task", "restoration", "--dt", "F", "--clean", path("clean"), "--json", "O", "-q"]),
+    ("task-eval", "--clean", "set", ["--task", "restoration", "--dt", path("imgrun"), "--clean", "F", "--json", "O", "-q"]),
+    ("task-eval", "--gt-maps", "set", ["--task", "segmentation", "--dt", path("imgrun"), "--gt-maps", "F", "--json", "O", "-q"]),
+    ("task-eval", "--labels", "text", ["--task", "classification", "--dt", path("clsrun"), "--labels", "F", "--json", "O", "-q"]),
+    ("task-eval", "--classes", "text", ["--task", "classification", "--dt", path("clsrun"), "--labels", labels_json,
+                                        "--classes", "F", "--json", "O", "-q"]),
 ]
 GOOD = {("preprocess", "--config"): pcfg, ("preprocess", "IMAGE"): good_png2, ("preprocess", "--list"): listf,
         ("preprocess", "--dataset"): gtf, ("preprocess", "--images"): path("imgs"), ("preprocess", "@FILE"): args_ok,
@@ -147,7 +166,9 @@ GOOD = {("preprocess", "--config"): pcfg, ("preprocess", "IMAGE"): good_png2, ("
         ("compare", "A"): path("outA"), ("compare", "B"): path("outB"), ("compare", "--layers"): layers,
         ("compare", "@FILE"): write("cmp.args", json.dumps(["--atol", "1"]).encode()),
         ("map-eval", "--gt"): gtf, ("map-eval", "--dt"): dtf, ("report", "--plan"): planjson,
-        ("report", "--verdict"): None, ("plan", "CONFIG"): os.path.join(repo, "configs/models/convclip.yaml")}
+        ("report", "--verdict"): None, ("plan", "CONFIG"): os.path.join(repo, "configs/models/convclip.yaml"),
+        ("task-eval", "--dt"): path("imgrun"), ("task-eval", "--clean"): path("clean"), ("task-eval", "--gt-maps"): path("segmaps"),
+        ("task-eval", "--labels"): labels_json, ("task-eval", "--classes"): classes_txt}
 EXTRA = [   # further hostile inputs of one argument (and the file the error must name)
     ("preprocess", "--list", "a listed image missing", listed_missing, path("nope.png")),
     ("preprocess", "--list", "a good and a bad image", mixed_list, random_bytes),

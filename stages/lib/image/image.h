@@ -30,6 +30,9 @@ typedef struct png_opts {
     /* Colour images become one gray channel the way cv2.imread(IMREAD_GRAYSCALE)
      * does it: libpng's rgb_to_gray with 0.299/0.587 (alpha stripped first). */
     int cv_gray;
+    /* Palette images keep their indices as one channel (label maps: what
+     * PIL's mode "P" gives), their colours and tRNS ignored. */
+    int palette_index;
 } png_opts_t;
 
 /* Information about the file as stored (before conversion to 8 bits). */

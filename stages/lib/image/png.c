@@ -71,11 +71,13 @@ static void on_warning(png_structp png, png_const_charp msg)
 static void set_transforms(png_structp png, png_infop info, const png_opts_t *opts)
 {
     int ct = png_get_color_type(png, info), depth = png_get_bit_depth(png, info);
-    if (ct == PNG_COLOR_TYPE_PALETTE)
+    if (ct == PNG_COLOR_TYPE_PALETTE && !(opts && opts->palette_index))
         png_set_palette_to_rgb(png);
+    else if (ct == PNG_COLOR_TYPE_PALETTE && depth < 8)
+        png_set_packing(png);   /* one index per byte */
     if (ct == PNG_COLOR_TYPE_GRAY && depth < 8)
         png_set_expand_gray_1_2_4_to_8(png);
-    if (png_get_valid(png, info, PNG_INFO_tRNS))
+    if (png_get_valid(png, info, PNG_INFO_tRNS) && !(opts && opts->palette_index && ct == PNG_COLOR_TYPE_PALETTE))
         png_set_tRNS_to_alpha(png);
     if (depth == 16)
         png_set_strip_16(png);   /* keeps the high byte */
