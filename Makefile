@@ -162,6 +162,14 @@ $(BUILD)/datasets/shapes-val-%/annotations.json: stages/gen-shapes/main.c $(wild
 $(BUILD)/datasets/nafnet-shapes-val-32/manifest.json: $(BUILD)/datasets/shapes-val-200/annotations.json models/nafnet-shapes/degrade.py
 	@echo "  DEGRADE nafnet-shapes-val-32"
 	$(Q)$(PYTHON) models/nafnet-shapes/degrade.py --images $(<D)/images --gt $< -o $(@D) --count 32
+# ... and the degraded images as the model takes them (input255.yaml: RGB,
+# 0..255, float32 NCHW): the inputs of configs/models/nafnet-shapes*.yaml.
+NAFNET_VAL := $(BUILD)/datasets/nafnet-shapes-val-32
+$(NAFNET_VAL)/input/.done: $(NAFNET_VAL)/manifest.json models/nafnet-shapes/input255.yaml | $(O)/bin/preprocess
+	@echo "  PRE     nafnet-shapes-val-32"
+	$(Q)rm -rf $(NAFNET_VAL)/input.tmp $(NAFNET_VAL)/input
+	$(Q)$(O)/bin/preprocess --config models/nafnet-shapes/input255.yaml -o $(NAFNET_VAL)/input.tmp $(NAFNET_VAL)/degraded/*.png
+	$(Q)touch $(NAFNET_VAL)/input.tmp/.done && mv $(NAFNET_VAL)/input.tmp $(NAFNET_VAL)/input
 
 # Every test is a TAP producer: C tests are built into $(O)/tests/, shell and
 # python tests run from tests/. They find the stages through PARITY_BIN.

@@ -78,6 +78,7 @@ static const model_key_t model_schema[] = {
     {"metric.crop_border", "number"},
     {"metric.y_channel", "bool"},
     {"metric.round", "bool"},
+    {"metric.output_max", "number"},
     {"thresholds.max_metric_drop.*", "metric name: number"},
     {"thresholds.min_metric.*", "metric name: number"},
     {"thresholds.max_metric.*", "metric name: number"},

@@ -36,6 +36,7 @@ static const struct { const char *key, *task, *opt; int kind; } metric_keys[] = 
     {"crop_border", "restoration", "--crop-border", 'i'},
     {"y_channel", "restoration", "--y-channel", 'b'},
     {"round", "restoration", "--no-round", 'r'},
+    {"output_max", "restoration", "--output-max", 'i'},
 };
 
 static void add_arg(model_cfg_t *m, const char *a)
@@ -87,6 +88,9 @@ static int load_metric_opts(model_cfg_t *m, const task_info_t *t, perr_t *e)
         case 'i':
             if (config_int(m->cfg, key, &iv, e) < 0) return -1;
             if (iv < 0 || iv > 100000) return BAD(e, "%s: %s: expected a number in [0, 100000]", m->path, key);
+            if (!strcmp(metric_keys[i].key, "output_max") && (iv < 1 || iv > 65535))
+                return BAD(e, "%s: %s: expected a number in [1, 65535] (1 for [0, 1] outputs, 255 for pixel values)",
+                           m->path, key);
             snprintf(num, sizeof num, "%lld", (long long)iv);
             add_arg(m, metric_keys[i].opt);
             add_arg(m, num);

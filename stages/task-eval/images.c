@@ -31,7 +31,7 @@ static int restore_sample(const te_opts_t *o, const char *sample, double *psnr, 
                  (long long)least, (long long)least, o->basicsr ? " (11 after the crop border)" : " (its 11x11 window)");
     if (!rc) {
         uint8_t *img = xmalloc((size_t)(h * w * c));
-        img_from_chw(t.data, c, h, w, o->no_round, img);
+        img_from_chw(t.data, c, h, w, o->output_max, o->no_round, img);
         if (o->basicsr) {
             *psnr = psnr_basicsr(clean.data, img, h, w, (int)c, o->crop_border, o->y_channel);
             *ssim = ssim_basicsr(clean.data, img, h, w, (int)c, o->crop_border, o->y_channel);
@@ -78,8 +78,13 @@ json_t *eval_restoration(const te_opts_t *o, perr_t *e)
         json_t *conv = o->basicsr ? json_pack("{s:s, s:i, s:b}", "name", "basicsr", "crop_border", o->crop_border,
                                               "test_y_channel", o->y_channel)
                                   : json_pack("{s:s}", "name", "skimage");
-        json_object_set_new(conv, "to_image", json_string(o->no_round ? "clamp [0,1], x255 in float32, truncate"
-                                                                      : "clamp [0,1], x255 in float32, round half to even"));
+        char how[96];
+        if (o->output_max == 1)
+            snprintf(how, sizeof how, "clamp [0,1], x255 in float32, %s", o->no_round ? "truncate" : "round half to even");
+        else
+            snprintf(how, sizeof how, "clamp [0,%d], /%d then x255 in float32, %s", o->output_max, o->output_max,
+                     o->no_round ? "truncate" : "round half to even");
+        json_object_set_new(conv, "to_image", json_string(how));
         r = json_pack("{s:s, s:i, s:i, s:o, s:o, s:o}", "task", "restoration", "samples", n, "identical_samples",
                       identical, "metrics", m, "convention", conv, "per_sample", per);
     } else {

@@ -57,6 +57,8 @@ static const char usage[] =
     "      --crop-border N      basicsr: pixels cut from each side [0]\n"
     "      --y-channel          basicsr: test_y_channel (BT.601 Y, float32 steps)\n"
     "      --no-round           truncate instead of rounding (astype(uint8) alone)\n"
+    "      --output-max N       outputs in [0, N] (255: pixel values): clamped to it and\n"
+    "                           divided by N in float32 first, tensor2img's min_max [1]\n"
     "  -h, --help               this text\n"
     "  -V, --version            print the version\n"
     "Arguments may come from a file: @FILE holds a JSON array of strings.\n"
@@ -65,7 +67,7 @@ static const char usage[] =
     "file whose count is not the output's), 3 internal error.\n";
 
 enum { OPT_LABELS = 256, OPT_CLASSES, OPT_GTMAPS, OPT_NCLS, OPT_IGNORE, OPT_BAND, OPT_CLEAN, OPT_CONV,
-       OPT_CROP, OPT_Y, OPT_NOROUND };
+       OPT_CROP, OPT_Y, OPT_NOROUND, OPT_OUTMAX };
 
 static const struct option longopts[] = {
     {"task", required_argument, 0, 't'}, {"dt", required_argument, 0, 'd'}, {"ref", required_argument, 0, 'r'},
@@ -75,7 +77,7 @@ static const struct option longopts[] = {
     {"ignore-index", required_argument, 0, OPT_IGNORE}, {"band-radius", required_argument, 0, OPT_BAND},
     {"clean", required_argument, 0, OPT_CLEAN}, {"convention", required_argument, 0, OPT_CONV},
     {"crop-border", required_argument, 0, OPT_CROP}, {"y-channel", no_argument, 0, OPT_Y},
-    {"no-round", no_argument, 0, OPT_NOROUND},
+    {"no-round", no_argument, 0, OPT_NOROUND}, {"output-max", required_argument, 0, OPT_OUTMAX},
     {"help", no_argument, 0, 'h'}, {"version", no_argument, 0, 'V'}, {0, 0, 0, 0},
 };
 
@@ -100,8 +102,8 @@ static void check_opts(const te_opts_t *o, int conv_given)
     if (res && !o->clean_dir) die_usage(prog, "restoration needs --clean DIR");
     if (!cls && o->labels) die_usage(prog, "--labels is for classification");
     if (!(seg || mat) && o->gt_dir) die_usage(prog, "--gt-maps is for segmentation and matting");
-    if (!res && (o->clean_dir || conv_given || o->crop_border || o->y_channel || o->no_round))
-        die_usage(prog, "--clean, --convention, --crop-border, --y-channel and --no-round are for restoration");
+    if (!res && (o->clean_dir || conv_given || o->crop_border || o->y_channel || o->no_round || o->output_max != 1))
+        die_usage(prog, "--clean, --convention, --crop-border, --y-channel, --no-round and --output-max are for restoration");
     if (!o->basicsr && (o->crop_border || o->y_channel))
         die_usage(prog, "--crop-border and --y-channel are BasicSR's: add --convention basicsr");
     if (!(cls || seg) && o->classes) die_usage(prog, "--classes is for classification and segmentation");
@@ -125,7 +127,7 @@ static void print_metrics(const json_t *r)
 int main(int argc, char **argv)
 {
     args_expand(prog, &argc, &argv);
-    te_opts_t o = {.ignore_index = 255, .band_radius = 5};
+    te_opts_t o = {.ignore_index = 255, .band_radius = 5, .output_max = 1};
     const char *json_out = NULL;
     int quiet = 0, conv_given = 0, task_given = 0, c;
     while ((c = getopt_long(argc, argv, "t:d:r:o:j:qhV", longopts, NULL)) != -1) {
@@ -152,6 +154,7 @@ int main(int argc, char **argv)
         case OPT_CROP: o.crop_border = (int)opt_int(prog, "--crop-border", optarg, 0, 10000); break;
         case OPT_Y: o.y_channel = 1; break;
         case OPT_NOROUND: o.no_round = 1; break;
+        case OPT_OUTMAX: o.output_max = (int)opt_int(prog, "--output-max", optarg, 1, 65535); break;
         case 'h': fputs(usage, stdout); return 0;
         case 'V': puts("task-eval (parity) 0.1.0"); return 0;
         default: die_usage(prog, "unknown option (see --help)");

@@ -26,6 +26,7 @@ typedef struct te_opts {
     int band_radius;          /* matting: boundary band half-width, pixels */
     int basicsr;              /* restoration convention: 0 skimage, 1 BasicSR */
     int crop_border, y_channel, no_round;
+    int output_max;           /* restoration: outputs in [0, output_max] (1, or 255 for pixel values) */
 } te_opts_t;
 
 /* The sample folders of a dataset run, sorted (files such as index.json are

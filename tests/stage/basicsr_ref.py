@@ -10,10 +10,12 @@ import cv2
 import numpy as np
 
 
-def tensor2img(chw):
-    """BasicSR tensor2img defaults: clamp to [0, 1] (float32), x 255.0 in
-    float32, round half to even, uint8; CHW -> HWC (RGB kept)."""
-    t = np.clip(chw.astype(np.float32), 0, 1)
+def tensor2img(chw, min_max=(0, 1)):
+    """BasicSR tensor2img: clamp to min_max (float32; default [0, 1]), then
+    (t - min) / (max - min) in float32, x 255.0 in float32, round half to
+    even, uint8; CHW -> HWC (RGB kept)."""
+    t = np.clip(chw.astype(np.float32), min_max[0], min_max[1])
+    t = (t - np.float32(min_max[0])) / np.float32(min_max[1] - min_max[0])
     t = t * np.float32(255.0)
     img = np.round(t).astype(np.uint8)
     return np.transpose(img, (1, 2, 0))

@@ -25,12 +25,12 @@ def plan(text, name="c"):
 
 
 rc, err, out, _ = plan("task: restoration\ndataset: {clean: gt/clean}\nmetric: {output: restored, convention: basicsr, "
-                       "crop_border: 4, y_channel: true, round: false}\nthresholds:\n  max_metric_drop: {psnr: 1.0, ssim: 0.01}\n"
+                       "crop_border: 4, y_channel: true, round: false, output_max: 255}\nthresholds:\n  max_metric_drop: {psnr: 1.0, ssim: 0.01}\n"
                        "  min_metric: {psnr: 30}\n")
 if ok(rc == 0, "a restoration config plans", err):
     args = json.load(open(os.path.join(out, "task.args")))
     ok(args == ["--task", "restoration", "--clean", "gt/clean", "--output", "restored", "--convention", "basicsr",
-                "--crop-border", "4", "--y-channel", "--no-round"], "task-eval's arguments come from the config", args)
+                "--crop-border", "4", "--y-channel", "--no-round", "--output-max", "255"], "task-eval's arguments come from the config", args)
     pj = json.load(open(os.path.join(out, "plan.json")))
     c = {x["name"]: x for x in pj["cells"]}
     ok(pj["task"] == "restoration" and pj["task_metric"] == "psnr" and pj["thresholds"]["max_metric_drop"] == {"psnr": 1.0, "ssim": 0.01}
@@ -52,6 +52,8 @@ BAD = [
     ("task: matting\ndataset: {label_maps: m}\nthresholds: {min_metric: {mae: 0.1}}\n", "min_metric.mae", "max_metric"),
     ("task: classification\ndataset: {labels: l.json}\nmetric: {crop_border: 4}\n", "metric.crop_border", "restoration"),
     ("task: restoration\ndataset: {clean: c}\nmetric: {convention: matlab}\n", "metric.convention", "matlab"),
+    ("task: restoration\ndataset: {clean: c}\nmetric: {output_max: 0}\n", "metric.output_max", "[1, 65535]"),
+    ("task: segmentation\ndataset: {label_maps: m}\nmetric: {output_max: 255}\n", "metric.output_max", "restoration"),
     ("task: detection\n", "task", "detection:"),
     ("metric: {output: x}\n", "metric.output", "needs a task"),
     ("thresholds: {max_metric_drop: {psnr: 1}}\n", "max_metric_drop", "task"),

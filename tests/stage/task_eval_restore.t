@@ -6,7 +6,8 @@
 # re-implemented from its published rules: crop_border, float32 Y) within
 # 1e-6; sizes from the smallest SSIM accepts (11x11) to odd ones, RGB and
 # gray; outputs outside [0, 1] and at rounding ties go through tensor2img's
-# rule. Bad input: a missing clean image, a wrong-size one, a too-small image.
+# rule, and pixel-value outputs with --output-max 255 (min_max=(0, 255)).
+# Bad input: a missing clean image, a wrong-size one, a too-small image.
 import json
 import os
 import shutil
@@ -127,6 +128,27 @@ rc, r_trunc, err = evaluate(run_dir, clean_dir, "--no-round")
 rc2, r_round, _ = evaluate(run_dir, clean_dir)
 ok(rc == 0 and rc2 == 0 and r_trunc["metrics"]["psnr"]["value"] != r_round["metrics"]["psnr"]["value"],
    "--no-round truncates (a different PSNR)", err)
+
+# ---- outputs in pixel values (0..255): --output-max 255 is tensor2img's
+# min_max=(0, 255), clamp then / 255 then x 255 in float32 ----
+px_dir = os.path.join(tmp, "px")
+for sid in sorted(imgs):
+    os.makedirs(os.path.join(px_dir, sid))
+    x = np.load(os.path.join(run_dir, sid, "out.npy")) * np.float32(255.0)
+    np.save(os.path.join(px_dir, sid, "out.npy"), x)
+rc, r_px, err = evaluate(px_dir, clean_dir, "--output-max", "255", "--convention", "basicsr")
+if ok(rc == 0, "--output-max 255: evaluated", err):
+    wp = max(abs(basicsr_ref.calculate_psnr(imgs[s["sample"]][0], basicsr_ref.tensor2img(
+        np.load(os.path.join(px_dir, s["sample"], "out.npy"))[0], (0, 255)), 0, False) - s["psnr"])
+        for s in r_px["per_sample"])
+    ok(wp <= 1e-6 and "/255" in r_px["convention"]["to_image"],
+       "--output-max 255: PSNR of tensor2img(min_max=(0, 255)) within 1e-6 (worst %.3g)" % wp)
+    rc, r_clamped, _ = evaluate(px_dir, clean_dir, "--convention", "basicsr")
+    ok(rc == 0 and r_clamped["metrics"]["psnr"]["value"] < r_px["metrics"]["psnr"]["value"] - 10,
+       "without it the same outputs clamp to [0, 1]: %.2f dB instead of %.2f"
+       % (r_clamped["metrics"]["psnr"]["value"], r_px["metrics"]["psnr"]["value"]))
+rc, _, err = evaluate(px_dir, clean_dir, "--output-max", "0")
+ok(rc == 2 and "--output-max" in err, "--output-max 0 is a usage error", err)
 
 # ---- bad input: exit 2, one line naming the file ----
 os.remove(os.path.join(clean_dir, "s03.png"))

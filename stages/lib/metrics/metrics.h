@@ -73,11 +73,12 @@ int mat_add(mat_sums_t *m, const float *pred, const float *gt, int64_t h, int64_
 
 /* ---- restoration (restore.c) -------------------------------------------- */
 
-/* A model output (float, [C, H, W], values nominally in [0, 1]) as an 8-bit
- * HWC image the way BasicSR's tensor2img does by default: clamp to [0, 1] in
- * float32, multiply by 255 in float32, round half to even. NaN becomes 0.
+/* A model output (float, [C, H, W], values nominally in [0, max]) as an 8-bit
+ * HWC image the way BasicSR's tensor2img(min_max=(0, max)) does: clamp to
+ * [0, max] in float32, divide by max in float32 (skipped for 1, where it is
+ * exact), multiply by 255 in float32, round half to even. NaN becomes 0.
  * With `no_round` the value truncates toward zero instead (astype(uint8)). */
-void img_from_chw(const float *chw, int64_t c, int64_t h, int64_t w, int no_round, uint8_t *hwc);
+void img_from_chw(const float *chw, int64_t c, int64_t h, int64_t w, int max, int no_round, uint8_t *hwc);
 
 /* scikit-image's peak_signal_noise_ratio(data_range=255) on 8-bit images of
  * n samples: 10 log10(255^2 / MSE); +inf when they are identical. */

@@ -14,14 +14,16 @@
 #define SSIM_R 5          /* radius: int(3.5 * 1.5 + 0.5) in skimage, 11 taps in BasicSR */
 #define SSIM_TAPS (2 * SSIM_R + 1)
 
-void img_from_chw(const float *chw, int64_t c, int64_t h, int64_t w, int no_round, uint8_t *hwc)
+void img_from_chw(const float *chw, int64_t c, int64_t h, int64_t w, int max, int no_round, uint8_t *hwc)
 {
     int64_t plane = h * w;
+    float top = (float)max;                      /* exact: max <= 65535 */
     for (int64_t ch = 0; ch < c; ch++)
         for (int64_t i = 0; i < plane; i++) {
             float x = chw[ch * plane + i];
             if (!(x >= 0.0f)) x = 0.0f;          /* also NaN */
-            if (x > 1.0f) x = 1.0f;
+            if (x > top) x = top;
+            if (max != 1) x = x / top;           /* (x - 0) / (max - 0): tensor2img's min_max */
             float y = x * 255.0f;                /* float32, as the tensor is */
             hwc[i * c + ch] = (uint8_t)(no_round ? y : rintf(y));   /* nearest, ties to even */
         }
