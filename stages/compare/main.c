@@ -39,6 +39,7 @@
 #include "compare/report.h"
 #include "compare/convert.h"
 #include "util/args.h"
+#include "version.h"
 
 static const char usage[] =
     "usage: compare A B [options]            (B is the reference)\n"
@@ -139,7 +140,7 @@ static void parse_args(int argc, char **argv, args_t *a)
             break;
         case 'q': a->quiet = 1; break;
         case 'h': fputs(usage, stdout); exit(0);
-        case 'V': puts("compare (parity) 0.1.0"); exit(0);
+        case 'V': puts("compare (parity) " PARITY_VERSION); exit(0);
         default: die_usage("compare", "unknown option");
         }
     }

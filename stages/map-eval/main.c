@@ -16,6 +16,7 @@
 #include "coco/decode.h"
 #include "coco/jsonpar.h"
 #include "util/fsutil.h"
+#include "version.h"
 
 static const char usage[] =
     "usage: map-eval --gt GT.json --dt RESULTS.json|DIR [options]\n"
@@ -135,7 +136,7 @@ int main(int argc, char **argv)
         case OPT_SECTION: section = optarg; break;
         case OPT_SET: sets[nsets++] = optarg; break;
         case 'h': fputs(usage, stdout); goto done;
-        case 'V': puts("map-eval (parity) 0.1.0"); goto done;
+        case 'V': puts("map-eval (parity) " PARITY_VERSION); goto done;
         default:
             if (c >= OPT_META && c <= OPT_CLIP) {
                 /* kept as "option=value" and handed to the decoder in order */

@@ -18,6 +18,7 @@
 #include "taskeval.h"
 #include "util/args.h"
 #include "util/fsutil.h"
+#include "version.h"
 
 static const char usage[] =
     "usage: task-eval --task TASK --dt DIR [ground truth] [options] [--json OUT.json]\n"
@@ -153,7 +154,7 @@ int main(int argc, char **argv)
         case OPT_Y: o.y_channel = 1; break;
         case OPT_NOROUND: o.no_round = 1; break;
         case 'h': fputs(usage, stdout); return 0;
-        case 'V': puts("task-eval (parity) 0.1.0"); return 0;
+        case 'V': puts("task-eval (parity) " PARITY_VERSION); return 0;
         default: die_usage(prog, "unknown option (see --help)");
         }
     }
