@@ -42,7 +42,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include "../plan/model.h"
+#include "modelcfg/model.h"
 #include "ops/blas.h"
 #include "search.h"
 #include "util/fsutil.h"
