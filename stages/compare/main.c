@@ -39,6 +39,7 @@
 #include "compare/report.h"
 #include "compare/convert.h"
 #include "util/args.h"
+#include "util/jsonfile.h"
 #include "version.h"
 
 static const char usage[] =
@@ -216,7 +217,7 @@ int main(int argc, char **argv)
         if (a.json) doc = report_json(&rep);
         if (a.detection) status = run_detection(&a, &sa, &sb, doc, status);
     }
-    if (doc && json_write_file(a.json, doc, &e)) perr_die("compare", &e);
+    if (doc && write_json(a.json, doc, CMP_JSON_FLAGS, &e)) perr_die("compare", &e);
     json_decref(doc);
     cmp_report_free(&rep);
     side_free(&sa);

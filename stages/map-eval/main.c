@@ -16,6 +16,7 @@
 #include "coco/decode.h"
 #include "coco/jsonpar.h"
 #include "util/fsutil.h"
+#include "util/jsonfile.h"
 #include "version.h"
 
 static const char usage[] =
@@ -198,7 +199,7 @@ int main(int argc, char **argv)
     }
     if (json_out) {
         json_t *j = coco_eval_json(&gt, &ev);
-        int rc = coco_json_write(json_out, j, &e);
+        int rc = write_json(json_out, j, COCO_JSON_FLAGS, &e);
         json_decref(j);
         if (rc) die(&e);
     }

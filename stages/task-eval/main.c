@@ -18,6 +18,7 @@
 #include "taskeval.h"
 #include "util/args.h"
 #include "util/fsutil.h"
+#include "util/jsonfile.h"
 #include "version.h"
 
 static const char usage[] =
@@ -169,15 +170,7 @@ int main(int argc, char **argv)
                                               : eval_restoration(&o, &e);
     if (!r) perr_die(prog, &e);
     if (json_out) {
-        char *s = json_dumps(r, JSON_INDENT(1) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
-        if (!s) { INTERNAL(&e, "cannot serialise the results"); perr_die(prog, &e); }
-        size_t n = strlen(s);
-        char *t = xmalloc(n + 2);
-        memcpy(t, s, n);
-        t[n] = '\n';
-        free(s);
-        if (atomic_write(json_out, t, n + 1, &e)) perr_die(prog, &e);
-        free(t);
+        if (write_json(json_out, r, JSON_INDENT(1) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17), &e)) perr_die(prog, &e);
     }
     if (!quiet) print_metrics(r);
     json_decref(r);
