@@ -48,6 +48,9 @@ int graph_fold(graph_t *g, int64_t max_fold_bytes, perr_t *e)
         const tensor_t *in[MAX_NODE_IO];
         tensor_t out_t[MAX_NODE_IO];
         tensor_t *out[MAX_NODE_IO];
+        /* Not an invariant but the model's own count (the loader takes any):
+         * such a node is left unfolded, and the executor refuses it with a
+         * message naming it (engine/exec.c), so no assert here. */
         if (n->n_in > MAX_NODE_IO || n->n_out > MAX_NODE_IO) continue;
         if (n->n_sub) {
             int r = graph_fold_control(g, i, max_fold_bytes, e);
