@@ -1,4 +1,5 @@
 /* passes.c — shape inference + constant folding, and memory planning. */
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 #include "graph/passes.h"
@@ -338,7 +339,10 @@ int64_t graph_plan_memory(graph_t *g)
     /* the bytes live from the first producer of any of their names (a
      * Concat's inputs come before it) to the last reader of any */
     for (int i = 0; i < g->n_vals; i++)
-        if (plannable(&g->vals[i]) && root[i] != i && slot[root[i]] >= 0) {
+        if (plannable(&g->vals[i]) && root[i] != i) {
+            /* share_bytes only roots a value at a planned one that is its own
+             * root: one without a slot would be placed at offset -1 + delta */
+            assert(slot[root[i]] >= 0);
             interval_t *r = &iv[slot[root[i]]];
             if (lifetime_end(&g->vals[i]) > r->end) r->end = lifetime_end(&g->vals[i]);
             if (g->vals[i].producer < r->start) r->start = g->vals[i].producer;
