@@ -106,7 +106,15 @@ $(GEN)/engine.pb-c.c: stages/lib/engine/engine.proto $(GEN)/onnx.pb-c.c
 	$(Q)cd $(GEN) && protoc-c --c_out=. engine.proto
 $(GEN)/engine.pb-c.h: $(GEN)/engine.pb-c.c
 
-$(O)/obj/%.o: %.c $(GEN_SRCS) | $(DEPS_OK)
+# The version lives in VERSION alone; every --version and the engine's
+# builder field read it from the generated version.h, rewritten only when
+# VERSION's text changes so an unchanged version rebuilds nothing.
+$(GEN)/version.h: VERSION
+	@mkdir -p $(@D)
+	$(Q)printf '#define PARITY_VERSION "%s"\n' "$$(head -n 1 VERSION)" > $@.tmp
+	$(Q)cmp -s $@.tmp $@ && rm -f $@.tmp || mv $@.tmp $@
+
+$(O)/obj/%.o: %.c $(GEN_SRCS) | $(DEPS_OK) $(GEN)/version.h
 	@mkdir -p $(@D)
 	@echo "  CC      $<"
 	$(Q)$(CC) $(ALL_CFLAGS) -c $< -o $@

@@ -8,8 +8,6 @@
 # and checks them; the last two reach the command through the environment,
 # never as make or shell syntax.
 PRECISION ?= fp16
-# the stage links plan's config reader
-$(O)/bin/fix-precision: $(O)/obj/stages/plan/model.o $(O)/obj/stages/plan/task.o
 
 ifneq ($(filter fix-precision,$(MAKECMDGOALS)),)
 export PRECISION CRITERION FIXP_ARGS

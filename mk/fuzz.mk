@@ -17,7 +17,6 @@ FUZZ_SAN     := -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-poin
 
 # Harnesses of readers that live in a stage link that stage's objects (all
 # but its main.c) and include its headers as "STAGE/x.h".
-FUZZ_STAGE_config_model      := plan
 FUZZ_STAGE_config_preprocess := preprocess
 FUZZ_STAGE_plan              := report
 FUZZ_STAGE_reduce_plan       := reduce

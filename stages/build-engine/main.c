@@ -16,6 +16,7 @@
 #include "ops/blas.h"
 #include "util/args.h"
 #include "util/isa.h"
+#include "version.h"
 
 static const char usage[] =
     "usage: build-engine MODEL.onnx -o ENGINE [options]\n"
@@ -62,7 +63,7 @@ int main(int argc, char **argv)
         case 'I': isa = optarg; break;
         case 'K': kernels = optarg; break;
         case 'h': fputs(usage, stdout); return 0;
-        case 'V': puts("build-engine (parity) 0.1.0"); return 0;
+        case 'V': puts("build-engine (parity) " PARITY_VERSION); return 0;
         default: die_usage("build-engine", "unknown option");
         }
     }

@@ -40,6 +40,8 @@
 #include "compare/report.h"
 #include "compare/convert.h"
 #include "util/args.h"
+#include "util/jsonfile.h"
+#include "version.h"
 
 static const char usage[] =
     "usage: compare A B [options]            (B is the reference)\n"
@@ -142,7 +144,7 @@ static void parse_args(int argc, char **argv, args_t *a)
             break;
         case 'q': a->quiet = 1; break;
         case 'h': fputs(usage, stdout); exit(0);
-        case 'V': puts("compare (parity) 0.1.0"); exit(0);
+        case 'V': puts("compare (parity) " PARITY_VERSION); exit(0);
         default: die_usage("compare", "unknown option");
         }
     }
@@ -224,7 +226,7 @@ int main(int argc, char **argv)
         if (a.json) doc = report_json(&rep);
         if (a.detection) status = run_detection(&a, &sa, &sb, doc, status);
     }
-    if (doc && json_write_file(a.json, doc, &e)) perr_die("compare", &e);
+    if (doc && write_json(a.json, doc, CMP_JSON_FLAGS, &e)) perr_die("compare", &e);
     json_decref(doc);
     cmp_report_free(&rep);
     side_free(&sa);

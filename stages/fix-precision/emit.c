@@ -8,6 +8,7 @@
 #include <string.h>
 #include "search.h"
 #include "util/fsutil.h"
+#include "util/jsonfile.h"
 
 static json_t *num(double v) { return isfinite(v) ? json_real(v) : json_null(); }
 
@@ -261,7 +262,7 @@ int fp_emit(fp_ctx_t *c, const char *dir, const char *cfg, fp_result_t *ours, fp
         json_object_set_new(t, "fp32_between_casts_ops", json_string(ty.wrapped_ops));
         if (!ty.written) json_object_set_new(t, "why", json_string(ty.why));
         json_object_set_new(j, "typed_onnx", t);
-        rc = coco_json_write(OUT("report.json"), j, e);
+        rc = write_json(OUT("report.json"), j, JSON_INDENT(1) | JSON_REAL_PRECISION(17), e);
         json_decref(j);
     }
 #undef OUT

@@ -43,11 +43,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include "../plan/model.h"
+#include "modelcfg/model.h"
 #include "ops/blas.h"
 #include "search.h"
 #include "util/fsutil.h"
 #include "util/pool.h"
+#include "version.h"
 
 static const char usage[] =
     "usage: fix-precision CONFIG --precision fp16|bf16|tf32 -o OUTDIR [options]\n"
@@ -215,7 +216,7 @@ int main(int argc, char **argv)
         case 't': c.threads = (int)parse_num(optarg, "--threads"); break;
         case 'q': c.quiet = 1; break;
         case 'h': fputs(usage, stdout); return 0;
-        case 'V': puts("fix-precision (parity) 0.1.0"); return 0;
+        case 'V': puts("fix-precision (parity) " PARITY_VERSION); return 0;
         default: die_usage("fix-precision", "unknown option");
         }
     }

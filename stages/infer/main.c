@@ -24,6 +24,7 @@
 #include "util/pool.h"
 #include "util/fsutil.h"
 #include "util/args.h"
+#include "version.h"
 
 static const char usage[] =
     "usage: infer ENGINE -i IN -o OUT [options]\n"
@@ -84,7 +85,7 @@ int main(int argc, char **argv)
         case 'I': isa = optarg; break;
         case 'K': kernels = optarg; break;
         case 'h': fputs(usage, stdout); return 0;
-        case 'V': puts("infer (parity) 0.1.0"); return 0;
+        case 'V': puts("infer (parity) " PARITY_VERSION); return 0;
         default: die_usage("infer", "unknown option");
         }
     }

@@ -8,6 +8,7 @@
 #include "util/isa.h"
 #include "io/tensorset.h"
 #include "util/fsutil.h"
+#include "util/jsonfile.h"
 
 static double now_ms(void)
 {
@@ -111,10 +112,8 @@ static int write_profile(const graph_t *g, const double *ms, int runs, const cha
         json_object_set_new(o, "percentage", json_real(total > 0 ? 100 * ms[i] / total : 0));
         json_array_append_new(arr, o);
     }
-    char *text = json_dumps(arr, JSON_INDENT(1) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(6));
+    int rc = write_json(path, arr, JSON_INDENT(1) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(6), e);
     json_decref(arr);
-    int rc = atomic_write(path, text, strlen(text), e);
-    free(text);
     return rc;
 }
 
@@ -185,9 +184,7 @@ int infer_all(const graph_t *g, exec_opts_t *xo, const infer_job_t *job, perr_t 
         json_object_set_new(root, "kernels", json_string(kernels_name(kernels_mode())));
         json_object_set_new(root, "samples", samples);
         samples = NULL;
-        char *text = json_dumps(root, JSON_INDENT(1) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(6));
-        rc = atomic_write(job->stats, text, strlen(text), e);
-        free(text);
+        rc = write_json(job->stats, root, JSON_INDENT(1) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(6), e);
         json_decref(root);
     }
     json_decref(samples);

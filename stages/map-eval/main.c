@@ -17,6 +17,8 @@
 #include "coco/decode.h"
 #include "coco/jsonpar.h"
 #include "util/fsutil.h"
+#include "util/jsonfile.h"
+#include "version.h"
 
 static const char usage[] =
     "usage: map-eval --gt GT.json --dt RESULTS.json|DIR [options]\n"
@@ -177,7 +179,7 @@ int main(int argc, char **argv)
         case OPT_SECTION: section = optarg; break;
         case OPT_SET: sets[nsets++] = optarg; break;
         case 'h': fputs(usage, stdout); goto done;
-        case 'V': puts("map-eval (parity) 0.1.0"); goto done;
+        case 'V': puts("map-eval (parity) " PARITY_VERSION); goto done;
         default:
             if (c >= OPT_META && c <= OPT_LBINV) {
                 /* kept as "option=value" and handed to the decoder in order */
@@ -252,7 +254,7 @@ int main(int argc, char **argv)
     }
     if (json_out) {
         json_t *j = coco_eval_json(&gt, &ev);
-        int rc = coco_json_write(json_out, j, &e);
+        int rc = write_json(json_out, j, COCO_JSON_FLAGS, &e);
         json_decref(j);
         if (rc) die(&e);
     }

@@ -19,6 +19,7 @@
 #include "write.h"
 #include "shard.h"
 #include "util/fsutil.h"
+#include "util/jsonfile.h"
 
 
 static const char *ref_cell(const model_cfg_t *m, char *buf, size_t n)
@@ -452,7 +453,7 @@ int plan_emit(const model_cfg_t *m, const char *dir, perr_t *e)
     if (m->detection) {
         json_t *d = cfg_node_to_json(config_get(m->cfg, "detection"));
         snprintf(path, sizeof path, "%s/detection.yaml", dir);
-        plan_file(&o, path, json_dumps(d, JSON_SORT_KEYS | JSON_INDENT(1)));   /* JSON is YAML */
+        plan_file(&o, path, json_file_text(d, JSON_SORT_KEYS | JSON_INDENT(1)));   /* JSON is YAML */
         json_decref(d);
     }
     /* the header names the config file: a comment, but a newline would end it */
@@ -467,7 +468,7 @@ int plan_emit(const model_cfg_t *m, const char *dir, perr_t *e)
     shard_emit(&o, dir);
     json_t *pj = plan_json(m, dir);
     snprintf(path, sizeof path, "%s/plan.json", dir);
-    plan_file(&o, path, json_dumps(pj, JSON_INDENT(1) | JSON_PRESERVE_ORDER));
+    plan_file(&o, path, json_file_text(pj, JSON_INDENT(1) | JSON_PRESERVE_ORDER));
     json_decref(pj);
     const char *subs[] = {"pre", "engines", "cells"};
     for (size_t i = 0; !e->code && i < sizeof subs / sizeof *subs; i++) {

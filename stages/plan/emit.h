@@ -2,7 +2,7 @@
 #ifndef PARITY_PLAN_EMIT_H
 #define PARITY_PLAN_EMIT_H
 
-#include "model.h"
+#include "modelcfg/model.h"
 
 int plan_emit(const model_cfg_t *m, const char *dir, perr_t *e);
 

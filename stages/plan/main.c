@@ -12,6 +12,7 @@
 #include <getopt.h>
 #include <stdio.h>
 #include "emit.h"
+#include "version.h"
 
 static const char usage[] =
     "usage: plan CONFIG.yaml -o DIR\n"
@@ -33,7 +34,7 @@ int main(int argc, char **argv)
         switch (c) {
         case 'o': out = optarg; break;
         case 'h': fputs(usage, stdout); return 0;
-        case 'V': puts("plan (parity) 0.1.0"); return 0;
+        case 'V': puts("plan (parity) " PARITY_VERSION); return 0;
         case 'S': model_print_schema(); return 0;
         default: die_usage("plan", "unknown option");
         }

@@ -6,6 +6,7 @@
 #include <string.h>
 #include "write.h"
 #include "util/fsutil.h"
+#include "util/jsonfile.h"
 
 /* What make and the shell can hold without quoting rules: the alphabet of
  * names and paths. A leading '-' would read as an option. */
@@ -126,6 +127,7 @@ void args_add2(plan_out_t *o, json_t *args, const char *a, const char *b)
 
 void plan_file(plan_out_t *o, const char *path, char *text)
 {
+    if (!text) { INTERNAL(o->e, "%s: cannot serialise JSON", path); return; }   /* json_file_text failed */
     o->paths = xrealloc(o->paths, (size_t)(o->nfiles + 1) * sizeof *o->paths);
     o->texts = xrealloc(o->texts, (size_t)(o->nfiles + 1) * sizeof *o->texts);
     o->paths[o->nfiles] = xstrdup(path);
@@ -134,12 +136,8 @@ void plan_file(plan_out_t *o, const char *path, char *text)
 
 void plan_file_args(plan_out_t *o, const char *path, json_t *args)
 {
-    char *text = json_dumps(args, JSON_INDENT(1));
+    plan_file(o, path, json_file_text(args, JSON_INDENT(1)));
     json_decref(args);
-    size_t n = strlen(text);
-    text = xrealloc(text, n + 2);
-    memcpy(text + n, "\n", 2);
-    plan_file(o, path, text);
 }
 
 int plan_out_commit(plan_out_t *o, const char *dir)

@@ -8,7 +8,7 @@
 #define PARITY_PLAN_WRITE_H
 
 #include <jansson.h>
-#include "model.h"
+#include "modelcfg/model.h"
 
 typedef struct plan_out {
     const model_cfg_t *m;

@@ -16,6 +16,7 @@
 #include <unistd.h>
 #include "prep.h"
 #include "util/args.h"
+#include "version.h"
 
 static const char usage[] =
     "usage: preprocess --config FILE [--set KEY=VALUE]... -o OUTDIR IMAGE.png...\n"
@@ -68,7 +69,7 @@ int main(int argc, char **argv)
         case OPT_IMAGES: images = optarg; break;
         case 'j': jobs = (long)opt_int("preprocess", "--jobs", optarg, 1, 64); break;
         case 'h': fputs(usage, stdout); free(sets); return 0;
-        case 'V': puts("preprocess (parity) 0.1.0"); free(sets); return 0;
+        case 'V': puts("preprocess (parity) " PARITY_VERSION); free(sets); return 0;
         default: die_usage("preprocess", "unknown option");
         }
     }

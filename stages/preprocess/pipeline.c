@@ -16,6 +16,7 @@
 #include "tensor/half.h"
 #include "io/tensorset.h"
 #include "util/fsutil.h"
+#include "util/jsonfile.h"
 
 /* Brings the decoded image to the configured channels (see color.h). */
 static void convert_color(const prep_cfg_t *p, image_t *im)
@@ -206,15 +207,9 @@ static json_t *meta_json(const prep_cfg_t *p, const prep_sample_t *s, const imag
 
 static int write_meta(json_t *j, const char *dir, perr_t *e)
 {
-    char *text = json_dumps(j, JSON_INDENT(2));
-    if (!text)
-        return INTERNAL(e, "meta.json: cannot serialise");
-    size_t n = strlen(text);
-    text[n] = '\n';   /* json_dumps leaves room for the NUL, which we replace */
     char *path = path_join(dir, "meta.json");
-    int rc = atomic_write(path, text, n + 1, e);
+    int rc = write_json(path, j, JSON_INDENT(2), e);
     free(path);
-    free(text);
     return rc;
 }
 

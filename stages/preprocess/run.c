@@ -16,6 +16,7 @@
 #include <unistd.h>
 #include "prep.h"
 #include "util/fsutil.h"
+#include "util/jsonfile.h"
 
 typedef struct pool {
     const prep_cfg_t *cfg;
@@ -74,16 +75,10 @@ static int write_index(const prep_cfg_t *cfg, const prep_inputs_t *in, const cha
     }
     json_object_set_new(j, "samples", a);
     json_object_set_new(j, "config", json_deep_copy(cfg->resolved));
-    char *text = json_dumps(j, JSON_INDENT(2));
-    json_decref(j);
-    if (!text)
-        return INTERNAL(e, "index.json: cannot serialise");
-    size_t n = strlen(text);
-    text[n] = '\n';
     char *path = path_join(outdir, "index.json");
-    int rc = atomic_write(path, text, n + 1, e);
+    int rc = write_json(path, j, JSON_INDENT(2), e);
+    json_decref(j);
     free(path);
-    free(text);
     return rc;
 }
 

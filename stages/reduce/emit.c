@@ -10,6 +10,7 @@
 #include "io/polygraphy.h"
 #include "reduce.h"
 #include "util/fsutil.h"
+#include "util/jsonfile.h"
 
 static json_t *num(double v) { return isfinite(v) ? json_real(v) : json_null(); }
 
@@ -186,14 +187,10 @@ int rd_emit(rd_ctx_t *c, const char *dir, perr_t *e)
     free(p);
     if (rc) return -1;
     json_t *j = report_json(c);
-    char *s = json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
-    json_decref(j);
-    size_t sl = strlen(s);
-    s = xrealloc(s, sl + 2);
-    s[sl] = '\n';
     p = path_join(dir, "report.json");
-    rc = atomic_write(p, s, sl + 1, e);
-    free(p); free(s);
+    rc = write_json(p, j, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17), e);
+    json_decref(j);
+    free(p);
     if (rc) return -1;
     p = path_join(dir, "repro.md");
     rc = write_repro(c, p, e);

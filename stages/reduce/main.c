@@ -44,6 +44,7 @@
 #include "util/args.h"
 #include "util/fsutil.h"
 #include "util/pool.h"
+#include "version.h"
 
 static const char usage[] =
     "usage: reduce MODEL.onnx --inputs DIR --reference DUMP (--config PREC.yaml | --precision P) [rule] -o OUTDIR\n"
@@ -140,7 +141,7 @@ static void parse_args(int argc, char **argv, rd_cell_t *cell, const char **plan
         case O_THREADS: c->threads = (int)opt_int("reduce", "--threads", optarg, 1, 256); break;
         case 'q': c->quiet = 1; break;
         case 'h': fputs(usage, stdout); exit(0);
-        case 'V': puts("reduce (parity) 0.1.0"); exit(0);
+        case 'V': puts("reduce (parity) " PARITY_VERSION); exit(0);
         default: die_usage("reduce", "unknown option");
         }
     }

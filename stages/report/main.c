@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include "report.h"
 #include "util/fsutil.h"
+#include "version.h"
 
 static const char usage[] =
     "usage: report --plan PLAN.json [--cells \"V__P ...\"] -o OUTDIR\n"
@@ -41,7 +42,7 @@ int main(int argc, char **argv)
         case 'o': out = optarg; break;
         case 'v': verdict = optarg; break;
         case 'h': fputs(usage, stdout); return 0;
-        case 'V': puts("report (parity) 0.1.0"); return 0;
+        case 'V': puts("report (parity) " PARITY_VERSION); return 0;
         default: die_usage("report", "unknown option");
         }
     }

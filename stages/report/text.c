@@ -6,6 +6,7 @@
 #include <string.h>
 #include "report.h"
 #include "util/fsutil.h"
+#include "util/jsonfile.h"
 
 static json_t *num_or_null(double v) { return v < 0 ? json_null() : json_real(v); }
 
@@ -83,10 +84,8 @@ int write_results_json(const report_t *r, const char *path, perr_t *e)
                                                 "expected", r->checks[i].expected, "reason", r->checks[i].reason));
     json_object_set_new(root, "cells", cells);
     json_object_set_new(root, "checks", checks);
-    char *text = json_dumps(root, JSON_INDENT(1) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10));
+    int rc = write_json(path, root, JSON_INDENT(1) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10), e);
     json_decref(root);
-    int rc = atomic_write(path, text, strlen(text), e);
-    free(text);
     return rc;
 }
 

@@ -29,6 +29,7 @@
 #include "util/args.h"
 #include "util/err.h"
 #include "util/fsutil.h"
+#include "util/jsonfile.h"
 
 static const char usage[] =
     "usage: shard select --count N --index I (--dataset GT.json --images DIR | --dir SETS) -o OUT\n"
@@ -202,11 +203,8 @@ static int merge_listing(char **outs, int n, const char *rel, const char *key, c
     if (!rc) {
         json_object_set_new(root, "samples", sorted);
         sorted = NULL;
-        char *text = json_dumps(root, indent == 2 ? JSON_INDENT(2) : JSON_INDENT(1) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(6));
-        size_t len = strlen(text);
-        if (indent == 2) { text = xrealloc(text, len + 2); text[len++] = '\n'; }   /* as preprocess writes it */
-        rc = atomic_write(path, text, len, e);
-        free(text);
+        /* as preprocess (indent 2) or infer (indent 1) writes it */
+        rc = write_json(path, root, indent == 2 ? JSON_INDENT(2) : JSON_INDENT(1) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(6), e);
     }
     json_decref(sorted); json_decref(all); json_decref(root);
     return rc;

@@ -18,6 +18,8 @@
 #include "taskeval.h"
 #include "util/args.h"
 #include "util/fsutil.h"
+#include "util/jsonfile.h"
+#include "version.h"
 
 static const char usage[] =
     "usage: task-eval --task TASK --dt DIR [ground truth] [options] [--json OUT.json]\n"
@@ -156,7 +158,7 @@ int main(int argc, char **argv)
         case OPT_NOROUND: o.no_round = 1; break;
         case OPT_OUTMAX: o.output_max = (int)opt_int(prog, "--output-max", optarg, 1, 65535); break;
         case 'h': fputs(usage, stdout); return 0;
-        case 'V': puts("task-eval (parity) 0.1.0"); return 0;
+        case 'V': puts("task-eval (parity) " PARITY_VERSION); return 0;
         default: die_usage(prog, "unknown option (see --help)");
         }
     }
@@ -171,15 +173,7 @@ int main(int argc, char **argv)
                                               : eval_restoration(&o, &e);
     if (!r) perr_die(prog, &e);
     if (json_out) {
-        char *s = json_dumps(r, JSON_INDENT(1) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
-        if (!s) { INTERNAL(&e, "cannot serialise the results"); perr_die(prog, &e); }
-        size_t n = strlen(s);
-        char *t = xmalloc(n + 2);
-        memcpy(t, s, n);
-        t[n] = '\n';
-        free(s);
-        if (atomic_write(json_out, t, n + 1, &e)) perr_die(prog, &e);
-        free(t);
+        if (write_json(json_out, r, JSON_INDENT(1) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17), &e)) perr_die(prog, &e);
     }
     if (!quiet) print_metrics(r);
     json_decref(r);

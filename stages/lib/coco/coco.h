@@ -181,7 +181,7 @@ json_t *coco_eval_json(const coco_gt_t *gt, const coco_eval_t *ev);
 int coco_write_pr_curves(const char *dir, const coco_gt_t *gt, const coco_eval_t *ev,
                          perr_t *e);
 
-/* Writes a JSON value atomically (2-space indent, trailing newline). */
-int coco_json_write(const char *path, json_t *j, perr_t *e);
+/* The layout of the JSON files map-eval writes (util/jsonfile.h's write_json). */
+#define COCO_JSON_FLAGS (JSON_INDENT(1) | JSON_REAL_PRECISION(17))
 
 #endif

@@ -6,6 +6,7 @@
 #include <string.h>
 #include "coco/coco_int.h"
 #include "util/fsutil.h"
+#include "util/jsonfile.h"
 
 const char *const coco_stat_names[COCO_NSTATS] = {
     "AP", "AP50", "AP75", "APs", "APm", "APl", "AR1", "AR10", "AR100", "ARs", "ARm", "ARl",
@@ -254,20 +255,6 @@ json_t *coco_eval_json(const coco_gt_t *gt, const coco_eval_t *ev)
     return root;
 }
 
-int coco_json_write(const char *path, json_t *j, perr_t *e)
-{
-    char *s = json_dumps(j, JSON_INDENT(1) | JSON_REAL_PRECISION(17));
-    if (!s) return INTERNAL(e, "%s: cannot serialise JSON", path);
-    size_t n = strlen(s);
-    char *t = xmalloc(n + 2);
-    memcpy(t, s, n);
-    t[n] = '\n';
-    free(s);
-    int rc = atomic_write(path, t, n + 1, e);
-    free(t);
-    return rc;
-}
-
 int coco_write_pr_curves(const char *dir, const coco_gt_t *gt, const coco_eval_t *ev, perr_t *e)
 {
     if (mkdir_p(dir, e)) return -1;
@@ -311,7 +298,7 @@ int coco_write_pr_curves(const char *dir, const coco_gt_t *gt, const coco_eval_t
     free(csvp);
     if (!rc) {
         char *jp = path_join(dir, "pr-curves.json");
-        rc = coco_json_write(jp, root, e);
+        rc = write_json(jp, root, COCO_JSON_FLAGS, e);
         free(jp);
     }
     json_decref(root);

@@ -362,15 +362,3 @@ json_t *report_json(const cmp_report_t *rep)
     json_object_set_new(o, "tensors", arr);
     return o;
 }
-
-int json_write_file(const char *path, json_t *doc, perr_t *e)
-{
-    char *txt = json_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
-    if (!txt) return INTERNAL(e, "%s: cannot serialise the JSON report", path);
-    size_t n = strlen(txt);
-    txt = xrealloc(txt, n + 2);
-    txt[n] = '\n';
-    int rc = atomic_write(path, txt, n + 1, e);
-    free(txt);
-    return rc;
-}

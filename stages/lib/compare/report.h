@@ -14,8 +14,8 @@ void report_text(FILE *f, const cmp_report_t *rep);
 json_t *report_json(const cmp_report_t *rep);
 /* One result's statistics as a JSON object (also used by layerwise). */
 json_t *result_json(const cmp_result_t *r);
-/* Writes a JSON document atomically, with stable formatting. */
-int json_write_file(const char *path, json_t *doc, perr_t *e);
+/* The layout of compare's JSON report (util/jsonfile.h's write_json). */
+#define CMP_JSON_FLAGS (JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17))
 
 /* Helpers shared with the layerwise report. */
 json_t *json_num(double v);

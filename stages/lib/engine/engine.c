@@ -8,8 +8,7 @@
 #include "io/tensorproto.h"
 #include "ops/run.h"
 #include "util/fsutil.h"
-
-#define PARITY_VERSION "0.1.0"
+#include "version.h"
 
 /* Everything pack_graph allocates, freed after the message is written. */
 typedef struct packer { void **p; int n, cap; } packer_t;

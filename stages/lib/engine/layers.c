@@ -7,6 +7,7 @@
 #include <string.h>
 #include "engine/engine.h"
 #include "util/fsutil.h"
+#include "util/jsonfile.h"
 
 /* A value's name as infer --dump names it: inside a subgraph, prefixed
  * by the subgraph's path ("Loop_0/body/x"). */
@@ -111,14 +112,7 @@ int layers_write_json(const graph_t *g, const engine_meta_t *m, const char *path
     json_t *layers = json_array();
     add_rows(layers, g, NULL);
     json_object_set_new(root, "layers", layers);
-    char *text = json_dumps(root, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
+    int rc = write_json(path, root, JSON_INDENT(1) | JSON_PRESERVE_ORDER, e);
     json_decref(root);
-    size_t len = strlen(text);
-    char *withnl = xmalloc(len + 2);
-    memcpy(withnl, text, len);
-    withnl[len] = '\n';
-    free(text);
-    int rc = atomic_write(path, withnl, len + 1, e);
-    free(withnl);
     return rc;
 }

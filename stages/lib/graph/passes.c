@@ -1,4 +1,5 @@
 /* passes.c — shape inference + constant folding, and memory planning. */
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 #include "graph/passes.h"
@@ -48,6 +49,9 @@ int graph_fold(graph_t *g, int64_t max_fold_bytes, perr_t *e)
         const tensor_t *in[MAX_NODE_IO];
         tensor_t out_t[MAX_NODE_IO];
         tensor_t *out[MAX_NODE_IO];
+        /* Not an invariant but the model's own count (the loader takes any):
+         * such a node is left unfolded, and the executor refuses it with a
+         * message naming it (engine/exec.c), so no assert here. */
         if (n->n_in > MAX_NODE_IO || n->n_out > MAX_NODE_IO) continue;
         if (n->n_sub) {
             int r = graph_fold_control(g, i, max_fold_bytes, e);
@@ -335,7 +339,10 @@ int64_t graph_plan_memory(graph_t *g)
     /* the bytes live from the first producer of any of their names (a
      * Concat's inputs come before it) to the last reader of any */
     for (int i = 0; i < g->n_vals; i++)
-        if (plannable(&g->vals[i]) && root[i] != i && slot[root[i]] >= 0) {
+        if (plannable(&g->vals[i]) && root[i] != i) {
+            /* share_bytes only roots a value at a planned one that is its own
+             * root: one without a slot would be placed at offset -1 + delta */
+            assert(slot[root[i]] >= 0);
             interval_t *r = &iv[slot[root[i]]];
             if (lifetime_end(&g->vals[i]) > r->end) r->end = lifetime_end(&g->vals[i]);
             if (g->vals[i].producer < r->start) r->start = g->vals[i].producer;

@@ -14,6 +14,7 @@
 #include "io/polygraphy.h"
 #include "io/npy.h"
 #include "io/npz.h"
+#include "util/jsonfile.h"
 
 /* ---- base64 ------------------------------------------------------------ */
 
@@ -286,7 +287,7 @@ void poly_close(poly_doc_t *d)
 static void put_string(FILE *f, const char *s)
 {
     json_t *j = json_string(s);
-    char *txt = j ? json_dumps(j, JSON_ENCODE_ANY) : NULL;
+    char *txt = json_text(j, JSON_ENCODE_ANY);
     fputs(txt ? txt : "\"\"", f);
     free(txt);
     json_decref(j);

@@ -1,6 +1,8 @@
 /* optable.c — the one table of operators. Each family file exports its rows;
- * they are merged and sorted once by (domain, op, since) so lookups are a
- * binary search and listings come out ordered. */
+ * they are merged and sorted once by (domain, op, since), the default domain
+ * spelt "" whether a row says "" or "ai.onnx", so a lookup is a binary search
+ * to the op's first row and a walk over its few opset rows, and listings come
+ * out ordered. tests/unit/optable.c checks the order and the lookups. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,11 +12,24 @@ static op_def_t *table;
 static int table_n;
 static pthread_once_t table_once = PTHREAD_ONCE_INIT;
 
+/* The default domain has two names (and a NULL from a NodeProto without
+ * one): all three sort and match as "". */
+static const char *canon_domain(const char *d)
+{
+    return !d || !strcmp(d, "ai.onnx") ? "" : d;
+}
+
+/* Orders a row against the key (domain, op); the order cmp_row sorts by. */
+static int cmp_key(const op_def_t *r, const char *domain, const char *op)
+{
+    int c = strcmp(canon_domain(r->domain), canon_domain(domain));
+    return c ? c : strcmp(r->op, op);
+}
+
 static int cmp_row(const void *a, const void *b)
 {
     const op_def_t *x = a, *y = b;
-    int c = strcmp(x->domain, y->domain);
-    if (!c) c = strcmp(x->op, y->op);
+    int c = cmp_key(x, y->domain, y->op);
     if (!c) c = x->since - y->since;
     return c;
 }
@@ -42,20 +57,21 @@ const op_def_t *op_table(int *n)
     return table;
 }
 
-static int domain_eq(const char *a, const char *b)
-{
-    if (!a || !strcmp(a, "ai.onnx")) a = "";
-    if (!b || !strcmp(b, "ai.onnx")) b = "";
-    return !strcmp(a, b);
-}
-
+/* The rows of one op are adjacent, ordered by since: the last that covers
+ * OPSET wins (a later row narrows an earlier one), the last of all is the
+ * nearest (for "supported from opset N" messages). */
 const op_def_t *op_lookup(const char *domain, const char *op, int opset, const op_def_t **nearest)
 {
     int n;
     const op_def_t *t = op_table(&n);
+    int lo = 0, hi = n;
+    while (lo < hi) {   /* the first row not below (domain, op) */
+        int mid = lo + (hi - lo) / 2;
+        if (cmp_key(&t[mid], domain, op) < 0) lo = mid + 1;
+        else hi = mid;
+    }
     const op_def_t *best = NULL, *near = NULL;
-    for (int i = 0; i < n; i++) {
-        if (!domain_eq(t[i].domain, domain) || strcmp(t[i].op, op)) continue;
+    for (int i = lo; i < n && !cmp_key(&t[i], domain, op); i++) {
         near = &t[i];
         if (opset >= t[i].since && (t[i].until == 0 || opset <= t[i].until)) best = &t[i];
     }

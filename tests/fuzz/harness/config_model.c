@@ -1,7 +1,7 @@
 /* config_model.c — fuzz harness: a validation config (configs/models/,
- * stages/plan/model.c), as `plan` reads it. */
+ * stages/lib/modelcfg/model.c), as `plan` reads it. */
 #include "fuzz/fuzz.h"
-#include "plan/model.h"
+#include "modelcfg/model.h"
 
 FUZZ_READER(config_model)
 {

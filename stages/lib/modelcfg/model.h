@@ -1,8 +1,8 @@
 /* model.h — a validation config (configs/models/NAME.yaml), read and
  * validated: every name and path that will reach make or a shell is checked
  * against a safe alphabet here, so a config can never run a command. */
-#ifndef PARITY_PLAN_MODEL_H
-#define PARITY_PLAN_MODEL_H
+#ifndef PARITY_MODELCFG_MODEL_H
+#define PARITY_MODELCFG_MODEL_H
 
 #include "config/config.h"
 

@@ -10,6 +10,7 @@
 #include "coco/decode.h"
 #include "config/schema.h"
 #include "util/fsutil.h"
+#include "util/jsonfile.h"
 
 /* The model config's schema: every key and what it holds. config_check_keys
  * takes its patterns from here, and `plan --schema` prints it with the key
@@ -115,7 +116,7 @@ static void print_key(const char *path, const char *sub, int flat, const char *w
         for (char *s = strtok(p, "."); s; s = strtok(NULL, ".")) json_array_append_new(a, json_string(s));
         free(p);
     }
-    char *text = json_dumps(a, JSON_COMPACT);
+    char *text = json_text(a, JSON_COMPACT);
     printf("%s\t%s\n", text, what);
     free(text);
     json_decref(a);
@@ -217,8 +218,9 @@ static int load_entry(model_cfg_t *m, const cfg_node_t *nd, const char *what, co
         return BAD(e, "%s: %s: an inline entry needs 'name' and a 'config' mapping", cfg_node_where(nd, where, sizeof where), what);
     if (get_checked(m, nn, "name", 0, name, e)) return -1;
     json_t *j = cfg_node_to_json(cc);
-    *text = json_dumps(j, JSON_SORT_KEYS | JSON_INDENT(1));   /* JSON is YAML */
+    *text = json_file_text(j, JSON_SORT_KEYS | JSON_INDENT(1));   /* JSON is YAML */
     json_decref(j);
+    if (!*text) return INTERNAL(e, "%s: %s: cannot serialise the inline config", m->path, what);
     size_t l = strlen(build_dir) + strlen(what) + strlen(*name) + 32;
     *file = xmalloc(l);
     snprintf(*file, l, "%s/configs/%s-%s.yaml", build_dir, what, *name);
@@ -238,8 +240,9 @@ static int variant_detection(model_cfg_t *m, const cfg_node_t *dn, const char *n
     json_t *j = cfg_node_to_json(base), *over = cfg_node_to_json(dn);
     json_object_update(j, over);
     json_decref(over);
-    v->detection_text = json_dumps(j, JSON_SORT_KEYS | JSON_INDENT(1));   /* JSON is YAML */
+    v->detection_text = json_file_text(j, JSON_SORT_KEYS | JSON_INDENT(1));   /* JSON is YAML */
     json_decref(j);
+    if (!v->detection_text) return INTERNAL(e, "%s: detection: cannot serialise variant %s's decoding", m->path, name);
     size_t l = strlen(build_dir) + strlen(name) + 32;
     v->detection = xmalloc(l);
     snprintf(v->detection, l, "%s/detection-%s.yaml", build_dir, name);
