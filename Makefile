@@ -109,7 +109,7 @@ $(GEN)/engine.pb-c.h: $(GEN)/engine.pb-c.c
 # The version lives in VERSION alone; every --version and the engine's
 # builder field read it from the generated version.h, rewritten only when
 # VERSION's text changes so an unchanged version rebuilds nothing.
-$(GEN)/version.h: VERSION
+$(GEN)/version.h: VERSION | $(DEPS_OK)
 	@mkdir -p $(@D)
 	$(Q)printf '#define PARITY_VERSION "%s"\n' "$$(head -n 1 VERSION)" > $@.tmp
 	$(Q)cmp -s $@.tmp $@ && rm -f $@.tmp || mv $@.tmp $@
