@@ -7,7 +7,7 @@
 # passes again.
 cd "$(dirname "$0")/../.." || exit 2
 n=0; failed=0
-ok() { n=$((n+1)); if [ "$1" = 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; failed=$((failed+1)); fi; }
+ok() { n=$((n+1)); if [ "$1" = 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; failed=$((failed+1)); [ -n "${3:-}" ] && [ -f "$3" ] && sed 's/^/# /' "$3" | tail -n 15; fi; }
 tmp=$(mktemp -d /tmp/parity-judged-XXXXXX)
 M=rtdetr-mini D=build/rtdetr-mini R=reports/rtdetr-mini
 mkdir -p build && exec 9>build/.$M.lock && flock 9   # tests/e2e/shard_local.t, slurm.t use the same folders
@@ -51,7 +51,8 @@ for cell in rtdetr-official__fp16 bgr__fp16; do
         make -s validate MODEL=$M > "$tmp/$cell-$kind.log" 2>&1; rc=$?
         # a failed step (map-eval refusing NaN boxes) or a FAIL verdict; never a PASS
         ok $([ $rc != 0 ] && { grep -q "$cell" "$tmp/$cell-$kind.log" || grep -q '"verdict": "FAIL"' $R/results.json; }; echo $?) \
-           "$cell with $([ $kind = nan ] && echo 'NaN boxes' || echo 'no detections'): make validate fails (rc $rc: $(grep -m1 -E 'FAIL|map-eval|compare:' "$tmp/$cell-$kind.log" | cut -c1-150))"
+           "$cell with $([ $kind = nan ] && echo 'NaN boxes' || echo 'no detections'): make validate fails (rc $rc: $(grep -m1 -E 'FAIL|map-eval|compare:' "$tmp/$cell-$kind.log" | cut -c1-150))" \
+           "$tmp/$cell-$kind.log"
         restore
     done
 done
