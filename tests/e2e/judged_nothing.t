@@ -7,7 +7,7 @@
 # passes again.
 cd "$(dirname "$0")/../.." || exit 2
 n=0; failed=0
-ok() { n=$((n+1)); if [ "$1" = 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; failed=$((failed+1)); [ -n "${3:-}" ] && [ -f "$3" ] && sed 's/^/# /' "$3" | tail -n 15; fi; }
+ok() { n=$((n+1)); if [ "$1" = 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; failed=$((failed+1)); [ -n "${3:-}" ] && [ -f "$3" ] && sed 's/^/# /' "$3" | tail -n 15 >&2; fi; }
 tmp=$(mktemp -d /tmp/parity-judged-XXXXXX)
 M=rtdetr-mini D=build/rtdetr-mini R=reports/rtdetr-mini
 mkdir -p build && exec 9>build/.$M.lock && flock 9   # tests/e2e/shard_local.t, slurm.t use the same folders
