@@ -11,6 +11,9 @@ ok() { n=$((n+1)); if [ "$1" = 0 ]; then echo "ok $n - $2"; else echo "not ok $n
 tmp=$(mktemp -d /tmp/parity-judged-XXXXXX)
 M=rtdetr-mini D=build/rtdetr-mini R=reports/rtdetr-mini
 mkdir -p build && exec 9>build/.$M.lock && flock 9   # tests/e2e/shard_local.t, slurm.t use the same folders
+# pipeline.t touches configs/precisions/fp16.yaml: mid-run, that reruns the fp16
+# cells' infer and overwrites the outputs this test corrupts (seen under CI's prove -j2)
+exec 8>build/.precisions.lock && flock -s 8
 restore() { local c cell; for c in "$tmp"/keep-*; do [ -d "$c" ] || continue; cell=${c#"$tmp"/keep-}; rm -rf "$D/cells/$cell/out"; cp -r "$c" "$D/cells/$cell/out"; touch "$D/cells/$cell/out.done"; done; }
 trap 'restore; [ -n "$KEEP" ] || rm -rf "$tmp"' EXIT
 

@@ -33,8 +33,12 @@ r=$(grep -q "nothing changed since the last run" "$tmp/u2" && ! grep -qE "PLAN|E
 ok $r "a rerun with nothing changed runs no stage and says so"
 [ $r = 0 ] || sed 's/^/#   /' "$tmp/u2"
 
-# 3. editing one precision config reruns only the cells that use it
+# 3. editing one precision config reruns only the cells that use it. fp16.yaml
+# is every model's: a test that keeps cells' outputs across its runs
+# (judged_nothing.t) holds build/.precisions.lock shared, so the touch waits
+exec 8>build/.precisions.lock && flock 8
 touch configs/precisions/fp16.yaml
+flock -u 8
 make validate MODEL=unet-attn > "$tmp/u3" 2>&1
 ok $(grep -q "ENGINE  unet-attn fp16" "$tmp/u3" && ! grep -q "ENGINE  unet-attn fp32" "$tmp/u3" \
      && ! grep -q "INFER   unet-attn inputs__fp32" "$tmp/u3"; echo $?) "touching fp16.yaml rebuilds the fp16 cell only"
