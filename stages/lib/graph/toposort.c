@@ -139,7 +139,7 @@ int graph_toposort(graph_t *g, perr_t *e)
             sorted[i] = g->nodes[order[i]];
             moved += order[i] != i;
         }
-        memcpy(g->nodes, sorted, nn * sizeof *sorted);
+        if (nn) memcpy(g->nodes, sorted, nn * sizeof *sorted);   /* an empty graph has no node array */
         free(sorted);
         g->resorted = moved;
     }
