@@ -59,8 +59,9 @@ static int parse_json_labels(const char *text, size_t len, const char *path, lab
     json_t *v;
     json_object_foreach(j, k, v) {
         if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > LABELS_MAX_CLASS) {
+            BAD(e, "%s: \"%.200s\": expected a class index (an integer >= 0)", path, k);   /* k dies with j */
             json_decref(j);
-            return BAD(e, "%s: \"%.200s\": expected a class index (an integer >= 0)", path, k);
+            return -1;
         }
         if (!*k) { json_decref(j); return BAD(e, "%s: an empty sample name", path); }
         add_entry(l, cap, key_of(k, strlen(k)), json_integer_value(v));
