@@ -2,6 +2,7 @@
  * op, inputs, output shapes and types, precision, storage, the rule that chose
  * it, fused-from). compare --layerwise and report read it. */
 #include <jansson.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,23 +77,28 @@ static void add_rows(json_t *layers, const graph_t *g, const char *path)
     }
 }
 
+/* One note, printf-style, appended to the layer report's notes. */
+static void add_note(json_t *notes, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void add_note(json_t *notes, const char *fmt, ...)
+{
+    char buf[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    json_array_append_new(notes, json_string(buf));
+}
+
 /* What the build did to the graph that the rows do not show. */
 static void add_notes(json_t *notes, const graph_t *g)
 {
-    if (g->resorted) {
-        char buf[256];
-        snprintf(buf, sizeof buf,
-                 "graph re-sorted: the model's nodes were not in topological order; %d moved (as ONNX Runtime "
-                 "sorts; the file's order kept wherever valid)", g->resorted);
-        json_array_append_new(notes, json_string(buf));
-    }
-    if (g->widened) {
-        char buf[256];
-        snprintf(buf, sizeof buf,
-                 "%d float16 activations carried as float32 rounded to float16 (storage float16): the same values, "
-                 "fused as a GPU engine fuses them (build-engine --no-widen runs them as float16 tensors)", g->widened);
-        json_array_append_new(notes, json_string(buf));
-    }
+    if (g->resorted)
+        add_note(notes, "graph re-sorted: the model's nodes were not in topological order; %d moved (as ONNX Runtime "
+                        "sorts; the file's order kept wherever valid)", g->resorted);
+    if (g->widened)
+        add_note(notes, "%d float16 activations carried as float32 rounded to float16 (storage float16): the same "
+                        "values, fused as a GPU engine fuses them (build-engine --no-widen runs them as float16 tensors)",
+                 g->widened);
 }
 
 int layers_write_json(const graph_t *g, const engine_meta_t *m, const char *path, perr_t *e)
