@@ -51,10 +51,12 @@ fuzz:
 # executions on this code (default 10M), resumable, recorded in
 # $(FUZZ_BUILD)/campaign.tsv; `make fuzz-summary` prints the table
 # docs/fuzzing.md quotes. Run it niced, in the background.
+# FUZZ_PROCS=N runs N processes per harness on one corpus (N free cores).
 FUZZ_EXECS ?= 10000000
+FUZZ_PROCS ?= 1
 fuzz-campaign:
 	$(Q)$(FUZZ_SUBMAKE) fuzz-bins
-	$(Q)FUZZ_EXECS=$(FUZZ_EXECS) nice -n 19 tests/fuzz/run.sh $(FUZZ_BUILD) 0 '$(FUZZ_FLAGS)' $(or $(FUZZ_ONLY),$(FUZZ_NAMES))
+	$(Q)FUZZ_EXECS=$(FUZZ_EXECS) FUZZ_PROCS=$(FUZZ_PROCS) nice -n 19 tests/fuzz/run.sh $(FUZZ_BUILD) 0 '$(FUZZ_FLAGS)' $(or $(FUZZ_ONLY),$(FUZZ_NAMES))
 fuzz-summary:
 	$(Q)tests/fuzz/run.sh --summary $(FUZZ_BUILD)
 

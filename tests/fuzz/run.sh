@@ -12,7 +12,11 @@
 # SECONDS then caps one run (0: no cap). Every run, short or not, appends a
 # line to BUILD/campaign.tsv (date, code, harness, executions, seconds,
 # exec/s, corpus files, result); the code is the commit of the tree, with
-# "+dirty" when stages/, tests/fuzz/ or the Makefile differ from it.
+# "+dirty" when stages/, tests/fuzz/ or the Makefile differ from it, or
+# FUZZ_CODE where the tree is a copy without git (a campaign run on another
+# machine names the commit its binaries were built from). FUZZ_PROCS=N runs
+# N processes per harness side by side on one corpus (each its own log,
+# BUILD/log/NAME.I.log, and ledger line).
 # `run.sh --summary BUILD [CODE]` prints, per harness, the executions
 # recorded for CODE (default: the current code) as the Markdown table
 # docs/fuzzing.md quotes.
@@ -49,12 +53,43 @@ build=$1 seconds=$2 flags=$3
 shift 3
 target=${FUZZ_EXECS:-}
 case $target in ''|[1-9]|[1-9][0-9]*) ;; *) echo "run.sh: FUZZ_EXECS='$target': a number of executions" >&2; exit 2;; esac
+procs=${FUZZ_PROCS:-1}
+case $procs in [1-9]|[1-9][0-9]) ;; *) echo "run.sh: FUZZ_PROCS='$procs': a number of processes, 1-99" >&2; exit 2;; esac
 ledger=$build/campaign.tsv
-code=$(code_id)
+code=${FUZZ_CODE:-$(code_id)}
+
+# fuzz_once NAME LOG ARGS...: one libFuzzer process; appends its ledger line
+# (one short write, so processes running side by side do not interleave) and
+# prints its summary line; returns the fuzzer's exit code.
+fuzz_once() {
+  local name=$1 log=$2 t0 rc secs execs rate files result
+  shift 2
+  t0=$(date +%s)
+  # -timeout: a hang is a finding; -rss_limit_mb: so is allocating what the
+  # input does not hold (libFuzzer counts malloc beyond it as a crash).
+  # shellcheck disable=SC2086
+  "$build/bin/fuzz-$name" "$@" -timeout=10 -rss_limit_mb=2048 \
+      -print_final_stats=1 -artifact_prefix="$build/crash/$name/" $flags \
+      "$build/corpus/$name" "${seeds[@]}" >"$log" 2>&1
+  rc=$?
+  secs=$(( $(date +%s) - t0 ))
+  execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
+  rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)
+  files=$(ls "$build/corpus/$name" | wc -l)
+  result=$([ $rc = 0 ] && echo ok || echo "finding-exit-$rc")
+  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$code" "$name" "${execs:-0}" "$secs" \
+      "${rate:-0}" "$files" "$result" >> "$ledger"
+  printf 'fuzz: %-18s %10s executions %7s/s  corpus %5s files  %s\n' "$name" "${execs:-?}" "${rate:-?}" \
+      "$files" "$([ $rc = 0 ] && echo ok || echo "FOUND SOMETHING (exit $rc)")"
+  if [ $rc != 0 ]; then
+    grep -E 'ERROR|SUMMARY|runtime error|Test unit written|code [0-9]' "$log" | head -20 | sed 's/^/    /'
+  fi
+  return $rc
+}
+
 failed=""
 for name in "$@"; do
-  corpus=$build/corpus/$name crash=$build/crash/$name log=$build/log/$name.log
-  mkdir -p "$corpus" "$crash" "$build/log"
+  mkdir -p "$build/corpus/$name" "$build/crash/$name" "$build/log"
   seeds=(tests/fuzz/corpus/$name)
   [ -d tests/fuzz/regress/$name ] && seeds+=(tests/fuzz/regress/$name)
   limit=(-max_total_time="$seconds")
@@ -64,30 +99,21 @@ for name in "$@"; do
       printf 'fuzz: %-18s %10s executions on %s already (target %s)\n' "$name" "$have" "$code" "$target"
       continue
     fi
-    limit=(-runs=$((target - have)))
+    # FUZZ_PROCS processes share the corpus, each asked for its part of
+    # what is left (rounded up), as libFuzzer's -jobs would run them.
+    limit=(-runs=$(( (target - have + procs - 1) / procs )))
     [ "$seconds" != 0 ] && limit+=(-max_total_time="$seconds")
   fi
-  # -timeout: a hang is a finding; -rss_limit_mb: so is allocating what the
-  # input does not hold (libFuzzer counts malloc beyond it as a crash).
-  t0=$(date +%s)
-  # shellcheck disable=SC2086
-  "$build/bin/fuzz-$name" "${limit[@]}" -timeout=10 -rss_limit_mb=2048 \
-      -print_final_stats=1 -artifact_prefix="$crash/" $flags "$corpus" "${seeds[@]}" >"$log" 2>&1
-  rc=$?
-  secs=$(( $(date +%s) - t0 ))
-  execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
-  rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)
-  files=$(ls "$corpus" | wc -l)
-  result=$([ $rc = 0 ] && echo ok || echo "finding-exit-$rc")
-  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$code" "$name" "${execs:-0}" "$secs" \
-      "${rate:-0}" "$files" "$result" >> "$ledger"
-  printf 'fuzz: %-18s %10s executions %7s/s  corpus %5s files  %s%s\n' "$name" "${execs:-?}" "${rate:-?}" \
-      "$files" "$([ $rc = 0 ] && echo ok || echo "FOUND SOMETHING (exit $rc)")" \
-      "$([ -n "$target" ] && echo "  ($(( ${have:-0} + ${execs:-0} )) of $target on $code)")"
-  if [ $rc != 0 ]; then
-    failed="$failed $name"
-    grep -E 'ERROR|SUMMARY|runtime error|Test unit written|code [0-9]' "$log" | head -20 | sed 's/^/    /'
+  if [ "$procs" = 1 ]; then
+    fuzz_once "$name" "$build/log/$name.log" "${limit[@]}" || failed="$failed $name"
+  else
+    pids=()
+    for i in $(seq 1 "$procs"); do
+      fuzz_once "$name" "$build/log/$name.$i.log" "${limit[@]}" & pids+=($!)
+    done
+    for p in "${pids[@]}"; do wait "$p" || failed="$failed $name"; done
   fi
+  [ -n "$target" ] && printf 'fuzz: %-18s %10s of %s executions on %s\n' "$name" "$(done_execs "$ledger" "$name" "$code")" "$target" "$code"
 done
 if [ -n "$failed" ]; then
   echo "fuzz: findings in:$failed (inputs under $build/crash/; commit each, minimized, to tests/fuzz/regress/NAME/)"

@@ -47,6 +47,14 @@ printf '#!/bin/sh\necho "stat::number_of_executed_units: 50"\nexit 77\n' > "$tmp
 FUZZ_EXECS=100 tests/fuzz/run.sh "$tmp" 0 '' gamma > "$tmp/c4.out"; rc=$?
 ok $([ $rc = 1 ] && grep -q 'finding-exit-77' "$tmp/campaign.tsv" && tests/fuzz/run.sh --summary "$tmp" | grep -q '^| gamma | 0 | 1 | .* | 1 |$'; echo $?) \
    "a run with a finding: exit 1, recorded as a finding, its executions not counted"
+# FUZZ_PROCS: processes side by side, each asked for its share, rounded up
+: > "$tmp/calls"
+FUZZ_EXECS=1001 FUZZ_PROCS=2 FUZZ_CODE=abc123 tests/fuzz/run.sh "$tmp" 0 '' alpha > "$tmp/c5.out"
+ok $([ "$(grep -c 'fuzz-alpha -runs=501 ' "$tmp/calls")" = 2 ] && [ "$(grep -c $'\tabc123\talpha\t501\t' "$tmp/campaign.tsv")" = 2 ] \
+     && grep -q 'alpha  *1002 of 1001 executions on abc123' "$tmp/c5.out"; echo $?) \
+   "FUZZ_PROCS=2 FUZZ_EXECS=1001: two processes of 501 runs, two ledger lines under FUZZ_CODE's code"
+FUZZ_PROCS=0 tests/fuzz/run.sh "$tmp" 0 '' alpha 2>/dev/null; rc=$?
+ok $([ $rc = 2 ]; echo $?) "FUZZ_PROCS=0: exit 2"
 FUZZ_EXECS=lots tests/fuzz/run.sh "$tmp" 0 '' alpha 2>/dev/null; rc=$?
 ok $([ $rc = 2 ]; echo $?) "FUZZ_EXECS that is not a number: exit 2"
 echo "1..$n"
