@@ -126,23 +126,31 @@ else:
     ok(p16 is not None and sorted(p16) == ["output", "side"] and all(v.dtype == np.float32 for v in p16.values()),
        "renamed outputs: the output Casts write 'output' and 'side' as float32", p16 and sorted(p16))
 
-# refused: a cycle and a missing input, one line each
+# refused, one line each: a cycle, a missing input, and single assignment
+# broken (the fuzzer's find: a second writer or a second graph input of one
+# name left readers with the last one's shape)
 x_vi = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])
 y_vi = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])
-cyc = helper.make_model(helper.make_graph(
-    [helper.make_node("Add", ["x", "b"], ["a"], name="first"), helper.make_node("Relu", ["a"], ["b"], name="second"),
-     helper.make_node("Relu", ["a"], ["y"], name="out")], "cyc", [x_vi], [y_vi]),
-    opset_imports=[helper.make_opsetid("", 17)])
-path = os.path.join(tmp, "cycle.onnx")
-onnx.save(cyc, path)
-rc, _, err = run("build-engine", path, "-o", os.path.join(tmp, "cycle.engine"))
-ok(one_line_error(rc, err, path, "'first'", "cycle"), "a cycle is refused with one line naming a node on it", err)
-miss = helper.make_model(helper.make_graph(
-    [helper.make_node("Relu", ["x"], ["a"], name="r"), helper.make_node("Add", ["a", "ghost"], ["y"], name="add")],
-    "miss", [x_vi], [y_vi]), opset_imports=[helper.make_opsetid("", 17)])
-path = os.path.join(tmp, "missing.onnx")
-onnx.save(miss, path)
-rc, _, err = run("build-engine", path, "-o", os.path.join(tmp, "missing.engine"))
-ok(one_line_error(rc, err, path, "'add'", "'ghost'", "no node produces"),
-   "a value no node produces is refused with one line naming the reader and the value", err)
+
+
+def refused(name, nodes, inputs, needles, what):
+    model = helper.make_model(helper.make_graph(nodes, name, inputs, [y_vi]), opset_imports=[helper.make_opsetid("", 17)])
+    path = os.path.join(tmp, name + ".onnx")
+    onnx.save(model, path)
+    rc, _, err = run("build-engine", path, "-o", os.path.join(tmp, name + ".engine"))
+    ok(one_line_error(rc, err, path, *needles), what, err)
+
+
+N = helper.make_node
+refused("cycle", [N("Add", ["x", "b"], ["a"], name="first"), N("Relu", ["a"], ["b"], name="second"),
+                  N("Relu", ["a"], ["y"], name="out")], [x_vi], ["'first'", "cycle"],
+        "a cycle is refused with one line naming a node on it")
+refused("missing", [N("Relu", ["x"], ["a"], name="r"), N("Add", ["a", "ghost"], ["y"], name="add")], [x_vi],
+        ["'add'", "'ghost'", "no node produces"],
+        "a value no node produces is refused with one line naming the reader and the value")
+refused("twice", [N("Relu", ["x"], ["a"], name="r"), N("Neg", ["x"], ["a"], name="n"), N("Relu", ["a"], ["y"], name="out")],
+        [x_vi], ["'n'", "'a'", "also writes"],
+        "a value written by two nodes is refused with one line naming the second writer and the value")
+refused("dupin", [N("Relu", ["x"], ["y"], name="r")], [x_vi, helper.make_tensor_value_info("x", TensorProto.INT64, [3])],
+        ["'x'", "listed twice"], "a graph input listed twice is refused with one line")
 done()

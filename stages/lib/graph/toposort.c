@@ -73,6 +73,12 @@ static int check_writes(const graph_t *g, char *written, perr_t *e)
             if (g->vals[n->out[k]].kind != VAL_ACTIVATION)
                 return BAD(e, "%s: node '%s' writes '%s', which is an input or constant", g->source, n->name,
                            g->vals[n->out[k]].name);
+            /* ONNX values are single-assignment (ONNX Runtime refuses a
+             * second definition too): a second writer would leave readers
+             * with whichever shape and type came last */
+            if (written[n->out[k]])
+                return BAD(e, "%s: node '%s' (%s) writes '%s', which an earlier node in the file also writes "
+                           "(a value must have one producer)", g->source, n->name, n->op_type, g->vals[n->out[k]].name);
             written[n->out[k]] = 1;
         }
     }

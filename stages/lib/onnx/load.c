@@ -357,6 +357,14 @@ static int load_nodes(load_ctx_t *L, Onnx__NodeProto *const *nodes, size_t n_nod
     return 0;
 }
 
+/* The position of value v among the graph inputs read so far. */
+static int input_index(const graph_t *g, int v)
+{
+    for (int i = 0; i < g->n_inputs; i++)
+        if (g->inputs[i] == v) return i;
+    return -1;
+}
+
 static int load_graph(load_ctx_t *L, const Onnx__GraphProto *gp)
 {
     graph_t *g = L->g;
@@ -376,6 +384,9 @@ static int load_graph(load_ctx_t *L, const Onnx__GraphProto *gp)
         if (!vi->name || !vi->name[0]) return BAD(L->e, "%s: graph input %zu has no name", L->path, i);
         int v = graph_value(g, vi->name);
         if (g->vals[v].kind == VAL_CONST) continue;  /* initializer listed as input */
+        if (g->vals[v].kind == VAL_INPUT)
+            return BAD(L->e, "%s: graph input '%s' is listed twice (inputs %d and %zu)", L->path, vi->name,
+                       input_index(g, v), i);
         g->vals[v].kind = VAL_INPUT;
         if (set_value_info(L, v, vi)) return -1;
         if (g->parent && (!vi->type || vi->type->value_case == ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE)) {
