@@ -242,7 +242,10 @@ typedef struct arena {
 
 static _Thread_local arena_t tl_arena;
 
-enum { ARENA_BLOCK = 8 << 20 };
+/* Blocks grow from 64 KiB to 8 MiB: a small file (a handful of images, a
+ * fuzzer's input) must not pay for mapping and releasing 8 MiB per parse,
+ * and a big one reaches full-size blocks after seven. */
+enum { ARENA_FIRST = 64 << 10, ARENA_BLOCK = 8 << 20 };
 
 static void *arena_malloc(size_t n)
 {
@@ -254,7 +257,8 @@ static void *arena_malloc(size_t n)
         a->used = 0;
     }
     if (a->cur == a->nblocks) {
-        size_t sz = n > ARENA_BLOCK ? n : ARENA_BLOCK;
+        size_t step = a->nblocks < 7 ? (size_t)ARENA_FIRST << a->nblocks : ARENA_BLOCK;
+        size_t sz = n > step ? n : step;
         char *b = malloc(sz);
         if (!b) return NULL;
         a->blocks = realloc(a->blocks, (a->nblocks + 1) * sizeof *a->blocks);

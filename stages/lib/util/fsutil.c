@@ -1,6 +1,7 @@
 /* fsutil.c — atomic writes, whole-file reads, reversible names, folder lists. */
 #include <dirent.h>
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -89,7 +90,13 @@ int read_file(const char *path, char **out, size_t *n, perr_t *e)
 {
     FILE *f = fopen(path, "rb");
     if (!f) return BAD(e, "%s: cannot open: %s", path, strerror(errno));
+    /* a regular file's size is known: one buffer that fits it (and the
+     * terminator, and room for the read that sees the end) rather than
+     * 64 KiB for every small config; a pipe grows from 64 KiB */
+    struct stat st;
     size_t cap = 1 << 16, len = 0;
+    if (!fstat(fileno(f), &st) && S_ISREG(st.st_mode) && st.st_size >= 0 && (uint64_t)st.st_size < SIZE_MAX / 2)
+        cap = (size_t)st.st_size + 2;
     char *buf = xmalloc(cap);
     for (;;) {
         if (len + 1 >= cap) buf = xrealloc(buf, cap *= 2);
