@@ -64,7 +64,8 @@ typedef struct oc_want {
  * the runner); returns 0, or -1 when the instance cannot be checked. */
 typedef int (*oc_ref_fn)(const struct oc_inst *t, oc_want_t *want);
 /* Turns variant v of a case into a concrete instance (attributes and
- * inputs set from the harness's random stream). */
+ * inputs set from the harness's random stream): it sets input specs, which
+ * the runner then draws, or makes an input tensor itself (t->in[i]). */
 typedef void (*oc_gen_fn)(struct oc_inst *t, int v);
 
 typedef struct op_case {
@@ -79,6 +80,14 @@ typedef struct op_case {
     int variants;          /* instances drawn by gen (1 when 0) */
     int threads;           /* also run on this many threads (same bytes) */
     const char *fail;      /* the node must fail with this in its message */
+    /* Elementwise ops (ref = oc_ref_elementwise): the exact result of one
+     * output element from its inputs' values (numpy broadcasting; NaN for an
+     * omitted input), the float32 steps of the kernel's formula (0: the
+     * result is exact, compared bit for bit) and the output type (0: input
+     * 0's). */
+    double (*elem)(const struct oc_inst *t, const double *x);
+    double steps;
+    dtype_t out_dt;
     double param[4];       /* free for ref and gen */
 } op_case_t;
 
@@ -106,13 +115,16 @@ typedef struct oc_inst {
 #define AFS(nm, ...) {.name = (nm), .kind = 'F', .n = OC_NARGS(float, __VA_ARGS__), .f = {__VA_ARGS__}}
 #define DIMS(...) .nd = OC_NARGS(int64_t, __VA_ARGS__), .dims = {__VA_ARGS__}
 #define SCALAR .nd = 0
-/* an input of type T and shape DIMS(...) with uniform reals / integers / bytes */
-#define IN_U(T, lo_, hi_, shape) {.dt = (T), shape, .gen = GEN_UNIFORM, .lo = (lo_), .hi = (hi_)}
-#define IN_I(T, lo_, hi_, shape) {.dt = (T), shape, .gen = GEN_INTS, .lo = (lo_), .hi = (hi_)}
-#define IN_B(T, shape) {.dt = (T), shape, .gen = GEN_BYTES}
+/* an input of type T and shape DIMS(...) (last, so that it may come through
+ * another macro) with uniform reals / integers / bytes */
+#define IN_U(T, lo_, hi_, ...) {.dt = (T), .gen = GEN_UNIFORM, .lo = (lo_), .hi = (hi_), __VA_ARGS__}
+#define IN_I(T, lo_, hi_, ...) {.dt = (T), .gen = GEN_INTS, .lo = (lo_), .hi = (hi_), __VA_ARGS__}
+#define IN_B(T, ...) {.dt = (T), .gen = GEN_BYTES, __VA_ARGS__}
 #define IN_V(T, shape, ...) {.dt = (T), shape, .gen = GEN_VALUES, .nv = OC_NARGS(double, __VA_ARGS__), .v = {__VA_ARGS__}}
 #define IN_L(T, shape, ...) {.dt = (T), shape, .gen = GEN_INT64S, .nv = OC_NARGS(int64_t, __VA_ARGS__), .iv = {__VA_ARGS__}}
 #define IN_NONE {.gen = GEN_NONE}
+/* an input the case's gen makes itself */
+#define IN_GEN {.gen = GEN_UNIFORM}
 
 /* ---- for references and generators (harness.c) ---- */
 
@@ -140,6 +152,13 @@ int64_t oc_numel(int nd, const int64_t *dims);
 void oc_ok(int pass, const char *msg);
 int oc_done(void);
 void oc_diag(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* The reference of elementwise cases (ref_elementwise.c). */
+int oc_ref_elementwise(const oc_inst_t *t, oc_want_t *want);
+/* Each float32 step of a kernel's formula errs by at most this many ulps of
+ * the largest magnitude it handles: vmath's documented worst (sigmoid 2.40,
+ * tanh 2.56, erf 1.62 ulp; libm's float functions within 1) rounded up. */
+#define STEP_ULPS 3
 
 /* Runs a table of cases; returns the count of failures. */
 int oc_run_table(const op_case_t *cases, int n);
