@@ -101,9 +101,8 @@ static void gen_square(oc_inst_t *t, int v)
 {
     static const float specials[] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, 1e-30f, -1e30f, 0x1.fffffep127f};
     static const uint32_t powf_miss = 0xba6291a8u;
-    perr_t e = {0};
     int64_t n = 4096;
-    tensor_t *x = tensor_new(DT_FLOAT, 1, &n, &e);
+    tensor_t *x = oc_tensor(DT_FLOAT, 1, &n);
     float *xv = x->data;
     for (int64_t i = 0; i < n; i++) xv[i] = (float)oc_uniform(-3e-3, 3e-3);
     memcpy(xv, specials, sizeof specials);

@@ -125,14 +125,20 @@ static void attr_proto(const oc_attr_t *a, Onnx__AttributeProto *p)
 
 /* ---- instances ---- */
 
-static tensor_t *draw_input(const oc_input_t *s)
+tensor_t *oc_tensor(dtype_t dt, int nd, const int64_t *dims)
 {
     perr_t e = {0};
-    tensor_t *x = tensor_new(s->dt, s->nd, s->dims, &e);
+    tensor_t *x = tensor_new(dt, nd, dims, &e);
     if (!x) {
         diag("cannot make an input: %s", e.msg);
         exit(3);
     }
+    return x;
+}
+
+static tensor_t *draw_input(const oc_input_t *s)
+{
+    tensor_t *x = oc_tensor(s->dt, s->nd, s->dims);
     int64_t n = tensor_numel(x);
     if (s->gen == GEN_BYTES) {
         unsigned char *p = x->data;

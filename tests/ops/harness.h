@@ -140,6 +140,8 @@ void oc_set_str(oc_inst_t *t, const char *nm, const char *s);
 const oc_attr_t *oc_attr(const oc_inst_t *t, const char *nm);
 int64_t oc_int(const oc_inst_t *t, const char *nm, int64_t dflt);
 double oc_float(const oc_inst_t *t, const char *nm, double dflt);
+/* A new tensor for a generator to fill (exits on failure: a test bug). */
+tensor_t *oc_tensor(dtype_t dt, int nd, const int64_t *dims);
 /* Input i's specification, to be set by a generator (inputs are drawn after it). */
 oc_input_t *oc_input(oc_inst_t *t, int i);
 /* want's shape; allocates val and bound (exact: bytes instead). */
@@ -173,6 +175,7 @@ typedef struct oc_table {
 OC_TABLE(cases_tensor);
 OC_TABLE(cases_unary);
 OC_TABLE(cases_binary);
+OC_TABLE(cases_cast);
 OC_TABLE(cases_rows);
 
 /* Checks that every row of op_table() has a case (coverage.c). */

@@ -8,6 +8,7 @@ static const oc_table_t tables[] = {
     {"tensor", cases_tensor, &cases_tensor_n},
     {"unary", cases_unary, &cases_unary_n},
     {"binary", cases_binary, &cases_binary_n},
+    {"cast", cases_cast, &cases_cast_n},
     {"rows", cases_rows, &cases_rows_n},
 };
 #define N_TABLES ((int)(sizeof tables / sizeof tables[0]))

@@ -4,8 +4,6 @@
 "ArgMin@1",
 "AveragePool@1",
 "BatchNormalization@1",
-"Cast@6",
-"CastLike@15",
 "Compress@9",
 "Concat@1",
 "ConcatFromSequence@11",
