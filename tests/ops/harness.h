@@ -176,6 +176,7 @@ OC_TABLE(cases_tensor);
 OC_TABLE(cases_unary);
 OC_TABLE(cases_binary);
 OC_TABLE(cases_cast);
+OC_TABLE(cases_nn);
 OC_TABLE(cases_rows);
 
 /* Checks that every row of op_table() has a case (coverage.c). */

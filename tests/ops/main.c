@@ -9,6 +9,7 @@ static const oc_table_t tables[] = {
     {"unary", cases_unary, &cases_unary_n},
     {"binary", cases_binary, &cases_binary_n},
     {"cast", cases_cast, &cases_cast_n},
+    {"nn", cases_nn, &cases_nn_n},
     {"rows", cases_rows, &cases_rows_n},
 };
 #define N_TABLES ((int)(sizeof tables / sizeof tables[0]))
