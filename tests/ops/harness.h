@@ -89,6 +89,7 @@ typedef struct op_case {
     double steps;
     dtype_t out_dt;
     double param[4];       /* free for ref and gen */
+    const double *expect;  /* expected values worked out by hand, for refs that list them */
 } op_case_t;
 
 /* One concrete instance: the case, its node (attributes in storage owned
@@ -177,6 +178,7 @@ OC_TABLE(cases_unary);
 OC_TABLE(cases_binary);
 OC_TABLE(cases_cast);
 OC_TABLE(cases_nn);
+OC_TABLE(cases_spatial);
 OC_TABLE(cases_rows);
 
 /* Checks that every row of op_table() has a case (coverage.c). */

@@ -10,6 +10,7 @@ static const oc_table_t tables[] = {
     {"binary", cases_binary, &cases_binary_n},
     {"cast", cases_cast, &cases_cast_n},
     {"nn", cases_nn, &cases_nn_n},
+    {"spatial", cases_spatial, &cases_spatial_n},
     {"rows", cases_rows, &cases_rows_n},
 };
 #define N_TABLES ((int)(sizeof tables / sizeof tables[0]))
