@@ -179,6 +179,8 @@ OC_TABLE(cases_binary);
 OC_TABLE(cases_cast);
 OC_TABLE(cases_nn);
 OC_TABLE(cases_spatial);
+OC_TABLE(cases_reduce);
+OC_TABLE(cases_softmax);
 OC_TABLE(cases_rows);
 
 /* Checks that every row of op_table() has a case (coverage.c). */

@@ -11,6 +11,8 @@ static const oc_table_t tables[] = {
     {"cast", cases_cast, &cases_cast_n},
     {"nn", cases_nn, &cases_nn_n},
     {"spatial", cases_spatial, &cases_spatial_n},
+    {"reduce", cases_reduce, &cases_reduce_n},
+    {"softmax", cases_softmax, &cases_softmax_n},
     {"rows", cases_rows, &cases_rows_n},
 };
 #define N_TABLES ((int)(sizeof tables / sizeof tables[0]))
