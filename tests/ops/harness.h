@@ -90,6 +90,8 @@ typedef struct op_case {
     dtype_t out_dt;
     double param[4];       /* free for ref and gen */
     const double *expect;  /* expected values worked out by hand, for refs that list them */
+    int out_nd;            /* and the shape they have */
+    int64_t out_dims[TENSOR_MAX_DIMS];
 } op_case_t;
 
 /* One concrete instance: the case, its node (attributes in storage owned
@@ -116,6 +118,7 @@ typedef struct oc_inst {
 #define AFS(nm, ...) {.name = (nm), .kind = 'F', .n = OC_NARGS(float, __VA_ARGS__), .f = {__VA_ARGS__}}
 #define DIMS(...) .nd = OC_NARGS(int64_t, __VA_ARGS__), .dims = {__VA_ARGS__}
 #define SCALAR .nd = 0
+#define OUT_DIMS(...) .out_nd = OC_NARGS(int64_t, __VA_ARGS__), .out_dims = {__VA_ARGS__}
 /* an input of type T and shape DIMS(...) (last, so that it may come through
  * another macro) with uniform reals / integers / bytes */
 #define IN_U(T, lo_, hi_, ...) {.dt = (T), .gen = GEN_UNIFORM, .lo = (lo_), .hi = (hi_), __VA_ARGS__}
