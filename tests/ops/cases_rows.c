@@ -45,6 +45,75 @@ static int ref_split(const oc_inst_t *t, oc_want_t *w)
     return 0;
 }
 
+/* ---- sequences ---- */
+
+/* Input 0: the sequence ([1, 2], [3]) of float32 */
+static void gen_seq12(oc_inst_t *t, int v)
+{
+    (void)v;
+    tensor_t *a = oc_tensor(DT_FLOAT, 1, (int64_t[]){2}), *b = oc_tensor(DT_FLOAT, 1, (int64_t[]){1});
+    ((float *)a->data)[0] = 1, ((float *)a->data)[1] = 2, ((float *)b->data)[0] = 3;
+    t->in[0] = oc_sequence(2, (const tensor_t *[]){a, b});
+    tensor_free(a), tensor_free(b);
+}
+
+static void want_seq(oc_want_t *w, int n, const tensor_t *const *items)
+{
+    w->dt = DT_SEQUENCE;
+    w->seq = oc_sequence(n, items);
+}
+
+/* the inputs, in order */
+static int ref_construct(const oc_inst_t *t, oc_want_t *w)
+{
+    want_seq(w, t->n_in, (const tensor_t *const *)t->in);
+    return 0;
+}
+
+/* the input sequence's items with input 1 after them (no position: append) */
+static int ref_insert(const oc_inst_t *t, oc_want_t *w)
+{
+    const tensor_seq_t *s = tensor_seq(t->in[0]);
+    const tensor_t *items[8];
+    for (int i = 0; i < s->n; i++) items[i] = &s->items[i];
+    items[s->n] = t->in[1];
+    want_seq(w, s->n + 1, items);
+    return 0;
+}
+
+/* the input sequence without its first item (position 0) */
+static int ref_erase_first(const oc_inst_t *t, oc_want_t *w)
+{
+    const tensor_seq_t *s = tensor_seq(t->in[0]);
+    const tensor_t *items[8];
+    for (int i = 1; i < s->n; i++) items[i - 1] = &s->items[i];
+    want_seq(w, s->n - 1, items);
+    return 0;
+}
+
+/* an empty float32 sequence */
+static int ref_empty(const oc_inst_t *t, oc_want_t *w)
+{
+    (void)t;
+    want_seq(w, 0, NULL);
+    tensor_seq(w->seq)->elem = DT_FLOAT;
+    return 0;
+}
+
+/* [1, 2, 3] split into chunks of one along axis 0: [1], [2], [3] */
+static int ref_split_ones(const oc_inst_t *t, oc_want_t *w)
+{
+    const tensor_t *x = t->in[0];
+    tensor_t *items[8];
+    for (int64_t i = 0; i < tensor_numel(x); i++) {
+        items[i] = oc_tensor(x->dtype, 1, (int64_t[]){1});
+        tensor_set_f64(items[i], 0, tensor_get_f64(x, i));
+    }
+    want_seq(w, (int)tensor_numel(x), (const tensor_t *const *)items);
+    for (int64_t i = 0; i < tensor_numel(x); i++) tensor_free(items[i]);
+    return 0;
+}
+
 #define LISTED(...) .ref = ref_listed, .expect = (const double[]){__VA_ARGS__}, .param = {OC_NARGS(double, __VA_ARGS__)}
 #define VIEW(op_, set, shape_in, ...) {.op = op_, .opset = set, .what = "bytes kept, shape changed", .n_in = 1, \
         .in = {IN_B(DT_FLOAT, shape_in)}, .ref = ref_view, __VA_ARGS__}
@@ -146,5 +215,20 @@ const op_case_t cases_rows[] = {
     {.op = "MatMulInteger", .opset = 10, .what = "uint8 1x2 by 2x1", .n_in = 2,
      .in = {IN_V(DT_UINT8, DIMS(1, 2), 1, 2), IN_V(DT_UINT8, DIMS(2, 1), 3, 4)}, .out_dt = DT_INT32, OUT_DIMS(1, 1),
      LISTED(11)},
+    {.op = "SequenceConstruct", .opset = 11, .what = "of [1, 2] and [3]", .n_in = 2,
+     .in = {IN_V(DT_FLOAT, DIMS(2), 1, 2), IN_V(DT_FLOAT, DIMS(1), 3)}, .ref = ref_construct},
+    {.op = "SequenceEmpty", .opset = 11, .what = "float32", .n_in = 0, .ref = ref_empty},
+    {.op = "SequenceInsert", .opset = 11, .what = "[4, 5] appended to ([1, 2], [3])", .n_in = 2,
+     .in = {IN_GEN, IN_V(DT_FLOAT, DIMS(2), 4, 5)}, .gen = gen_seq12, .ref = ref_insert},
+    {.op = "SequenceErase", .opset = 11, .what = "position 0 of ([1, 2], [3])", .n_in = 2,
+     .in = {IN_GEN, IN_L(DT_INT64, SCALAR, 0)}, .gen = gen_seq12, .ref = ref_erase_first},
+    {.op = "SequenceAt", .opset = 11, .what = "position -1 of ([1, 2], [3])", .n_in = 2,
+     .in = {IN_GEN, IN_L(DT_INT64, SCALAR, -1)}, .gen = gen_seq12, .out_dt = DT_FLOAT, OUT_DIMS(1), LISTED(3)},
+    {.op = "SequenceLength", .opset = 11, .what = "of ([1, 2], [3])", .n_in = 1, .in = {IN_GEN}, .gen = gen_seq12,
+     .out_dt = DT_INT64, .out_nd = 0, LISTED(2)},
+    {.op = "ConcatFromSequence", .opset = 11, .what = "([1, 2], [3]) along axis 0", .n_in = 1, .in = {IN_GEN},
+     .gen = gen_seq12, .attr = {AI("axis", 0)}, .out_dt = DT_FLOAT, OUT_DIMS(3), LISTED(1, 2, 3)},
+    {.op = "SplitToSequence", .opset = 11, .what = "[1, 2, 3] into ones", .n_in = 1,
+     .in = {IN_V(DT_FLOAT, DIMS(3), 1, 2, 3)}, .ref = ref_split_ones},
 };
 const int cases_rows_n = sizeof cases_rows / sizeof cases_rows[0];

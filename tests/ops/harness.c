@@ -136,6 +136,19 @@ tensor_t *oc_tensor(dtype_t dt, int nd, const int64_t *dims)
     return x;
 }
 
+tensor_t *oc_sequence(int n, const tensor_t *const *items)
+{
+    perr_t e = {0};
+    tensor_t *s = calloc(1, sizeof *s);
+    tensor_alloc(s, DT_SEQUENCE, 0, NULL, &e);
+    for (int i = 0; i < n; i++)
+        if (tensor_seq_insert(tensor_seq(s), items[i], i, &e)) {
+            diag("cannot make a sequence: %s", e.msg);
+            exit(3);
+        }
+    return s;
+}
+
 static tensor_t *draw_input(const oc_input_t *s)
 {
     tensor_t *x = oc_tensor(s->dt, s->nd, s->dims);
@@ -255,6 +268,11 @@ static int check_want(const tensor_t *got, const oc_want_t *w, double *worst, ch
         snprintf(why, len, "type %s, want %s", dtype_name(got->dtype), dtype_name(w->dt));
         return 0;
     }
+    if (w->seq) {
+        if (same_tensor(got, w->seq)) return 1;
+        snprintf(why, len, "the sequence differs from the reference's");
+        return 0;
+    }
     if (w->bytes) {
         tensor_t ref = {.dtype = w->dt, .ndim = w->nd, .data = w->bytes};
         memcpy(ref.dims, w->dims, sizeof ref.dims);
@@ -300,6 +318,7 @@ static void want_free(oc_want_t *w, int n)
         free(w[i].val);
         free(w[i].bound);
         free(w[i].bytes);
+        tensor_free(w[i].seq);
     }
 }
 

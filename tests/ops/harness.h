@@ -58,6 +58,7 @@ typedef struct oc_want {
     int64_t dims[TENSOR_MAX_DIMS];
     double *val, *bound;   /* numel each; NULL with bytes */
     void *bytes;
+    tensor_t *seq;         /* a sequence (dt DT_SEQUENCE): its items' bytes exactly */
 } oc_want_t;
 
 /* Fills want[0..n_out) from the instance's inputs (calloc'ed arrays, freed by
@@ -148,6 +149,8 @@ double oc_float(const oc_inst_t *t, const char *nm, double dflt);
 tensor_t *oc_tensor(dtype_t dt, int nd, const int64_t *dims);
 /* Input i's specification, to be set by a generator (inputs are drawn after it). */
 oc_input_t *oc_input(oc_inst_t *t, int i);
+/* A new sequence of deep copies of items[0..n) (DT_SEQUENCE). */
+tensor_t *oc_sequence(int n, const tensor_t *const *items);
 /* want's shape; allocates val and bound (exact: bytes instead). */
 void oc_want_shape(oc_want_t *w, dtype_t dt, int nd, const int64_t *dims, int exact);
 /* Unravels a row-major linear index. */
