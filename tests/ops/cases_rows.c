@@ -230,5 +230,60 @@ const op_case_t cases_rows[] = {
      .gen = gen_seq12, .attr = {AI("axis", 0)}, .out_dt = DT_FLOAT, OUT_DIMS(3), LISTED(1, 2, 3)},
     {.op = "SplitToSequence", .opset = 11, .what = "[1, 2, 3] into ones", .n_in = 1,
      .in = {IN_V(DT_FLOAT, DIMS(3), 1, 2, 3)}, .ref = ref_split_ones},
+    /* 1 2 3 4 times 2 */
+    {.op = "ConvInteger", .opset = 10, .what = "uint8 1x1 kernel", .n_in = 2,
+     .in = {IN_V(DT_UINT8, DIMS(1, 1, 2, 2), 1, 2, 3, 4), IN_V(DT_UINT8, DIMS(1, 1, 1, 1), 2)}, .out_dt = DT_INT32,
+     OUT_DIMS(1, 1, 2, 2), LISTED(2, 4, 6, 8)},
+    /* (2 * 0.5) * 1 + (4 * 0.5) * 1 = 3, scale 1, zero point 0 */
+    {.op = "QLinearMatMul", .opset = 10, .what = "uint8 1x2 by 2x1", .n_in = 8,
+     .in = {IN_V(DT_UINT8, DIMS(1, 2), 2, 4), IN_V(DT_FLOAT, SCALAR, 0.5), IN_V(DT_UINT8, SCALAR, 0),
+            IN_V(DT_UINT8, DIMS(2, 1), 1, 1), IN_V(DT_FLOAT, SCALAR, 1), IN_V(DT_UINT8, SCALAR, 0),
+            IN_V(DT_FLOAT, SCALAR, 1), IN_V(DT_UINT8, SCALAR, 0)},
+     .out_dt = DT_UINT8, OUT_DIMS(1, 1), LISTED(3)},
+    /* [2, 4] * 0.5 = [1, 2], times 2: [2, 4] at scale 1 */
+    {.op = "QLinearConv", .opset = 10, .what = "uint8 1x1 kernel", .n_in = 8,
+     .in = {IN_V(DT_UINT8, DIMS(1, 1, 1, 2), 2, 4), IN_V(DT_FLOAT, SCALAR, 0.5), IN_V(DT_UINT8, SCALAR, 0),
+            IN_V(DT_UINT8, DIMS(1, 1, 1, 1), 2), IN_V(DT_FLOAT, SCALAR, 1), IN_V(DT_UINT8, SCALAR, 0),
+            IN_V(DT_FLOAT, SCALAR, 1), IN_V(DT_UINT8, SCALAR, 0)},
+     .out_dt = DT_UINT8, OUT_DIMS(1, 1, 1, 2), LISTED(2, 4)},
+    /* range [0, 2.55]: scale 0.01, zero point 0, 2.55 -> 255 */
+    {.op = "DynamicQuantizeLinear", .opset = 11, .what = "[0, 2.55] (y checked)", .n_in = 1, .n_out = 3,
+     .in = {IN_V(DT_FLOAT, DIMS(2), 0, 2.55)}, .out_dt = DT_UINT8, OUT_DIMS(2), LISTED(0, 255)},
+    /* [5, 6] to flat positions 1 and 2 of a 1x4 (kernel 1x2, stride 2) */
+    {.op = "MaxUnpool", .opset = 11, .what = "two values back to their positions", .n_in = 2,
+     .in = {IN_V(DT_FLOAT, DIMS(1, 1, 1, 2), 5, 6), IN_L(DT_INT64, DIMS(1, 1, 1, 2), 1, 2)},
+     .attr = {AIS("kernel_shape", 1, 2), AIS("strides", 1, 2)}, OUT_DIMS(1, 1, 1, 4), LISTED(0, 5, 6, 0)},
+    /* [1, 3]: mean 2, standard deviation 1 */
+    {.op = "MeanVarianceNormalization", .opset = 13, .what = "[1, 3]", .n_in = 1, .in = {IN_V(DT_FLOAT, DIMS(1, 1, 1, 2), 1, 3)},
+     OUT_DIMS(1, 1, 1, 2), LISTED(-1, 1), .steps = 6},
+    /* -(log-probability of class 2) = 3 */
+    {.op = "NegativeLogLikelihoodLoss", .opset = 13, .what = "one sample, mean", .n_in = 2,
+     .in = {IN_V(DT_FLOAT, DIMS(1, 3), -1, -2, -3), IN_L(DT_INT64, DIMS(1), 2)}, .out_nd = 0, LISTED(3)},
+    /* -log(softmax([0, 0])[0]) = log 2 */
+    {.op = "SoftmaxCrossEntropyLoss", .opset = 13, .what = "two equal scores", .n_in = 2,
+     .in = {IN_V(DT_FLOAT, DIMS(1, 2), 0, 0), IN_L(DT_INT64, DIMS(1), 0)}, .out_nd = 0, LISTED(0.6931471805599453),
+     .steps = 4},
+    /* one 1x1 bin at the centre (0.5, 0.5) of [[1, 2], [3, 4]]: 2.5 */
+    {.op = "RoiAlign", .opset = 10, .what = "one bin, one sample", .n_in = 3,
+     .in = {IN_V(DT_FLOAT, DIMS(1, 1, 2, 2), 1, 2, 3, 4), IN_V(DT_FLOAT, DIMS(1, 4), 0, 0, 1, 1), IN_L(DT_INT64, DIMS(1), 0)},
+     .attr = {AI("output_height", 1), AI("output_width", 1), AI("sampling_ratio", 1)}, OUT_DIMS(1, 1, 1, 1),
+     LISTED(2.5), .steps = 4},
+    /* the second box is the first again (IoU 1): only box 0 of class 0 of batch 0 */
+    {.op = "NonMaxSuppression", .opset = 11, .what = "a duplicate box suppressed", .n_in = 4,
+     .in = {IN_V(DT_FLOAT, DIMS(1, 2, 4), 0, 0, 1, 1, 0, 0, 1, 1), IN_V(DT_FLOAT, DIMS(1, 1, 2), 0.9, 0.8),
+            IN_L(DT_INT64, DIMS(1), 10), IN_V(DT_FLOAT, DIMS(1), 0.5)},
+     .out_dt = DT_INT64, OUT_DIMS(1, 3), LISTED(0, 0, 0)},
+    /* hidden size 1, one step of x = 1, weights 0.5, no recurrence (h0 = 0):
+     * RNN tanh(0.5); GRU (1 - sigmoid(0.5)) tanh(0.5); LSTM
+     * sigmoid(0.5) tanh(sigmoid(0.5) tanh(0.5)) (values in double) */
+    {.op = "RNN", .opset = 14, .what = "one step", .n_in = 3, .attr = {AI("hidden_size", 1)},
+     .in = {IN_V(DT_FLOAT, DIMS(1, 1, 1), 1), IN_V(DT_FLOAT, DIMS(1, 1, 1), 0.5), IN_V(DT_FLOAT, DIMS(1, 1, 1), 0)},
+     OUT_DIMS(1, 1, 1, 1), LISTED(0.46211715726000974), .steps = 3},
+    {.op = "GRU", .opset = 14, .what = "one step", .n_in = 3, .attr = {AI("hidden_size", 1)},
+     .in = {IN_V(DT_FLOAT, DIMS(1, 1, 1), 1), IN_V(DT_FLOAT, DIMS(1, 3, 1), 0.5), IN_V(DT_FLOAT, DIMS(1, 3, 1), 0)},
+     OUT_DIMS(1, 1, 1, 1), LISTED(0.17446802061504182), .steps = 6},
+    {.op = "LSTM", .opset = 14, .what = "one step", .n_in = 3, .attr = {AI("hidden_size", 1)},
+     .in = {IN_V(DT_FLOAT, DIMS(1, 1, 1), 1), IN_V(DT_FLOAT, DIMS(1, 4, 1), 0.5), IN_V(DT_FLOAT, DIMS(1, 4, 1), 0)},
+     OUT_DIMS(1, 1, 1, 1), LISTED(0.17426971865610508), .steps = 8},
 };
 const int cases_rows_n = sizeof cases_rows / sizeof cases_rows[0];
