@@ -123,7 +123,8 @@ const op_case_t cases_unary[] = {
     /* exact */
     UF("Abs", 13, e_abs, -5, 5, 0), UF("Neg", 13, e_neg, -5, 5, 0), UF("Ceil", 13, e_ceil, -5, 5, 0),
     UF("Floor", 13, e_floor, -5, 5, 0), UF("Relu", 14, e_relu, -5, 5, 0), UF("Sign", 13, e_sign, -3, 3, 0),
-    UV("Round", 11, e_round, "ties to even and random values", DT_FLOAT, 0, 2.5, -2.5, 3.5, 0.5, -0.5, 1.25, -7.75, 0,
+    UF("Round", 11, e_round, -5, 5, 0),
+    UV("Round", 11, e_round, "ties to even and chosen values", DT_FLOAT, 0, 2.5, -2.5, 3.5, 0.5, -0.5, 1.25, -7.75, 0,
        1e7 + 0.5, 4.5000005),
     UV("Sign", 13, e_sign, "zeros and NaN", DT_FLOAT, 0, 0, -0.0, NAN, 3, -2),
     UV("Abs", 13, e_abs8, "int8 wraps: |-128| = -128", DT_INT8, 0, -128, -127, -1, 0, 1, 127, -5),
