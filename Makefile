@@ -72,7 +72,11 @@ STAGES   := $(sort $(notdir $(filter-out stages/lib,$(patsubst %/,%,$(dir $(wild
 BINS     := $(STAGES:%=$(O)/bin/%)
 
 TEST_C_SRCS := $(sort $(wildcard tests/unit/*.c tests/conformance/*.c tests/fuzz/*.c))
-TEST_BINS   := $(TEST_C_SRCS:tests/%.c=$(O)/tests/%)
+# The op-test harness (tests/ops/, docs/testing.md): one binary linked from
+# every case table, the runner and the coverage check.
+OPS_TEST_SRCS := $(sort $(wildcard tests/ops/*.c))
+OPS_TEST    := $(O)/tests/unit/ops-harness
+TEST_BINS   := $(TEST_C_SRCS:tests/%.c=$(O)/tests/%) $(OPS_TEST)
 TEST_TOOLS  := $(TEST_BINS)
 
 DEPS_OK  := $(BUILD)/.deps-ok
@@ -137,6 +141,11 @@ endef
 $(foreach s,$(STAGES),$(eval $(call stage_rule,$(s))))
 
 $(O)/tests/%: $(O)/obj/tests/%.o $(LIBPARITY)
+	@mkdir -p $(@D)
+	@echo "  LINK    $@"
+	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS)
+
+$(OPS_TEST): $(OPS_TEST_SRCS:%.c=$(O)/obj/%.o) $(LIBPARITY)
 	@mkdir -p $(@D)
 	@echo "  LINK    $@"
 	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS)

@@ -94,7 +94,7 @@ static inline double bound_ratio(const tensor_t *got, const double *want, const 
         if (got->dims[d] != dims[d]) return INFINITY;
     double worst = 0;
     for (int64_t i = 0; i < tensor_numel(got); i++) {
-        double g = tensor_get_f64(got, i), err = fabs(g - want[i]);
+        double g = tensor_get_f64(got, i), err = g == want[i] ? 0 : fabs(g - want[i]);   /* equal infinities too */
         if (isnan(g) && isnan(want[i])) continue;
         double r = err == 0 ? 0 : err / bound[i];
         if (!(r <= worst)) worst = isnan(r) ? INFINITY : r;

@@ -5,7 +5,7 @@
  * the vector path as with the scalar path (vm_set_simd(0)), on 1 and on 3
  * threads, on shapes with vector tails and with NaN, inf and huge values
  * mixed in. Their accuracy is checked against references elsewhere
- * (vmath.c, ops_elementwise.c, ops_reduce.c, ops_nn_spatial.c, conformance);
+ * (vmath.c, the op harness tests/ops/, conformance);
  * this file pins down that neither the CPU nor the thread count changes an
  * output. On a CPU without AVX2 both runs take the scalar path. */
 #include "nn_testutil.h"
