@@ -223,6 +223,24 @@ int coco_dets_write(const char *path, const coco_dets_t *d, perr_t *e)
         }
         fputs("], \"score\": ", af.f);
         put_double(af.f, x->score);
+        if (d->type == COCO_SEGM) {
+            /* the compressed counts use '0'..'o': only '\\' needs escaping */
+            char *rle = coco_rle_to_string(&d->masks[i]);
+            fprintf(af.f, ", \"segmentation\": {\"size\": [%u, %u], \"counts\": \"", d->masks[i].h, d->masks[i].w);
+            for (const char *p = rle; *p; p++) {
+                if (*p == '\\') fputc('\\', af.f);
+                fputc(*p, af.f);
+            }
+            fputs("\"}", af.f);
+            free(rle);
+        } else if (d->type == COCO_KEYPOINTS) {
+            fputs(", \"keypoints\": [", af.f);
+            for (int k = 0; k < 3 * d->nkpt; k++) {
+                if (k) fputs(", ", af.f);
+                put_double(af.f, d->kpts[(int64_t)i * 3 * d->nkpt + k]);
+            }
+            fputc(']', af.f);
+        }
         fputc('}', af.f);
     }
     fputs("\n]\n", af.f);
