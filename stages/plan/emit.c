@@ -247,7 +247,8 @@ static void emit_cells(plan_out_t *o, const char *dir)
                 mk_printf(o, "%s/map.json: %s/out.done %s $(PARITY_BIN)/map-eval\n", cd, cd, decode);
                 mk_printf(o, "\t@echo '  MAP     %s %s'\n", m->name, cell);
                 mk_printf(o, "\t$(Q)$(PARITY_BIN)/map-eval --gt '%s' --dt '%s/out' --meta '%s' --decode '%s' "
-                             "--section . --json $@ -q\n\n", m->gt, cd, sets, decode);
+                             "--section .%s%s --json $@ -q\n\n", m->gt, cd, sets, decode,
+                          m->det_iou_type ? " --iou-type " : "", m->det_iou_type ? m->det_iou_type : "");
             }
             if (has_task_eval(m)) emit_task(o, dir, cd, cell, ref, is_ref);
             if (precision_cell) {

@@ -212,16 +212,20 @@ int coco_dets_write(const char *path, const coco_dets_t *d, perr_t *e)
 {
     atomic_file_t af;
     if (atomic_open(&af, path, e)) return -1;
+    /* segm / keypoints results read without boxes took their areas from the
+     * shapes: written without boxes, they read back the same */
+    int boxes = 1;
+    for (int64_t i = 0; d->area && i < d->n; i++) boxes &= d->area[i] == d->d[i].bbox[2] * d->d[i].bbox[3];
     fputc('[', af.f);
     for (int64_t i = 0; i < d->n; i++) {
         const coco_det_t *x = &d->d[i];
-        fprintf(af.f, "%s\n{\"image_id\": %lld, \"category_id\": %lld, \"bbox\": [", i ? "," : "",
-                (long long)x->image_id, (long long)x->category_id);
-        for (int k = 0; k < 4; k++) {
-            if (k) fputs(", ", af.f);
+        fprintf(af.f, "%s\n{\"image_id\": %lld, \"category_id\": %lld", i ? "," : "", (long long)x->image_id,
+                (long long)x->category_id);
+        for (int k = 0; boxes && k < 4; k++) {
+            fputs(k ? ", " : ", \"bbox\": [", af.f);
             put_double(af.f, x->bbox[k]);
         }
-        fputs("], \"score\": ", af.f);
+        fputs(boxes ? "], \"score\": " : ", \"score\": ", af.f);
         put_double(af.f, x->score);
         if (d->type == COCO_SEGM) {
             /* the compressed counts use '0'..'o': only '\\' needs escaping */
