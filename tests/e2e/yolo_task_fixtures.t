@@ -116,6 +116,10 @@ for task in ("seg", "pose"):
     ok(all(cells.get(p, {}).get("AP") == 1.0 for p in ("fp32", "fp16", "bf16")),
        "%s: %s AP 1.0 in the fp32 (reference), fp16 and bf16 cells" % (model, kind),
        {p: cells.get(p, {}).get("AP") for p in cells})
+    label = "mask AP" if task == "seg" else "keypoint AP"
+    sm = os.path.join("reports", model, "summary.md")
+    ok(os.path.exists(sm) and ("%s points against the reference" % label) in open(sm).read(),
+       "%s: the report's grid is in %s points" % (model, label))
     mj = os.path.join("build", model, "cells", "ultralytics-letterbox__fp16", "map.json")
     ok(os.path.exists(mj) and json.load(open(mj)).get("iou_type") == kind, "%s: the cells' map.json is %s AP" % (model, kind))
     # 2. parity's reference cell decoded, against the independent reference
