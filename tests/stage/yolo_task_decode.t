@@ -169,6 +169,26 @@ root, gpath, cpath = write_run("seg as bbox", s, SEG, 3)
 rc, out, err = run("map-eval", "--gt", gpath, "--dt", root, "--decode", cpath, "--section", ".")
 ok(rc == 0 and "Average Precision" in out, "a yolov8-seg head evaluates as bbox too", err)
 
+# the worked example of docs/metrics-yolo-seg-pose.md, computed by hand there
+ex = np.array([4, 4, 6, 4, 0.9, 1], F).reshape(1, 6, 1)
+exm = meta_for(16, 8, 8, 8, "letterbox")
+root, gpath, cpath = write_run("worked example", [({"output0": ex, "output1": np.array([[[[1, -1], [1, -1]]]], F)}, exm)],
+                               dict(SEG, mask_coefs=1), 1)
+res = p("example.results.json")
+rc, _, err = run("map-eval", "--gt", gpath, "--dt", root, "--iou-type", "segm", "--decode", cpath, "--section", ".",
+                 "--num-classes", "1", "--write-results", res, "-q")
+got = json.load(open(res)) if rc == 0 else [{}]
+ok(rc == 0 and len(got) == 1 and got[0].get("bbox") == [2, 0, 12, 8]
+   and got[0].get("segmentation") == {"size": [8, 16], "counts": "`0`1P2"},
+   "worked example: the mask computed by hand (columns 2..7 of a 16x8 image)", (err, got))
+pex = np.array([4, 4, 6, 4, 0.9, 5, 3, 0.8], F).reshape(1, 8, 1)
+root, gpath, cpath = write_run("worked pose", [({"output0": pex}, exm)], {"head": "yolov8-pose", "keypoints": 1}, 1, 1)
+rc, _, err = run("map-eval", "--gt", gpath, "--dt", root, "--iou-type", "keypoints", "--kpt-sigmas", "0.05", "--decode",
+                 cpath, "--section", ".", "--num-classes", "1", "--write-results", res, "-q")
+got = json.load(open(res)) if rc == 0 else [{}]
+ok(rc == 0 and got[0].get("keypoints") == [10, 2, float(F(0.8))], "worked example: keypoint (5, 3) maps to (10, 2)",
+   (err, got))
+
 # ---- bad input ----
 
 
