@@ -10,3 +10,11 @@ $(BUILD)/models/yolo_tiny/.done: tests/fixtures/yolo-tiny/make_yolo_tiny.py mode
 	$(Q)rm -rf $(BUILD)/models/yolo_tiny.tmp && mkdir -p $(BUILD)/models/yolo_tiny.tmp
 	$(Q)$(PYTHON) tests/fixtures/yolo-tiny/make_yolo_tiny.py $(CURDIR)/$(BUILD)/models/yolo_tiny.tmp
 	$(Q)touch $(BUILD)/models/yolo_tiny.tmp/.done && rm -rf $(BUILD)/models/yolo_tiny && mv $(BUILD)/models/yolo_tiny.tmp $(BUILD)/models/yolo_tiny
+#   yolo_seg_tiny, yolo_pose_tiny   yolo_tiny with a YOLOv8-seg / -pose head and masks /
+#               keypoints in the ground truth (configs/models/yolo-seg-tiny.yaml, yolo-pose-tiny.yaml)
+models: $(BUILD)/models/yolo_seg_tiny/.done $(BUILD)/models/yolo_pose_tiny/.done
+$(BUILD)/models/yolo_%_tiny/.done: tests/fixtures/yolo-task-tiny/make_yolo_task_tiny.py tests/fixtures/yolo-tiny/make_yolo_tiny.py models/reproducers/common.py | $(DEPS_OK)
+	@echo "  MODEL   yolo_$*_tiny"
+	$(Q)rm -rf $(BUILD)/models/yolo_$*_tiny.tmp && mkdir -p $(BUILD)/models/yolo_$*_tiny.tmp
+	$(Q)$(PYTHON) tests/fixtures/yolo-task-tiny/make_yolo_task_tiny.py $* $(CURDIR)/$(BUILD)/models/yolo_$*_tiny.tmp
+	$(Q)touch $(BUILD)/models/yolo_$*_tiny.tmp/.done && rm -rf $(BUILD)/models/yolo_$*_tiny && mv $(BUILD)/models/yolo_$*_tiny.tmp $(BUILD)/models/yolo_$*_tiny

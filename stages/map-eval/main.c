@@ -25,7 +25,7 @@ static const char usage[] =
     "COCO bbox, segm or keypoints evaluation with pycocotools' exact semantics.\n"
     "  -g, --gt FILE              COCO ground truth (images, categories, annotations)\n"
     "  -t, --iou-type T           bbox, segm (masks: RLE or polygons) or keypoints (OKS)\n"
-    "                             [bbox]; segm and keypoints take a results JSON only\n"
+    "                             [bbox]; a folder --dt needs a yolov8-seg / yolov8-pose head\n"
     "      --kpt-sigmas S,S,...   keypoints: the OKS sigma of each keypoint, which also\n"
     "                             sets their count [COCO's 17 person sigmas]\n"
     "  -d, --dt FILE|DIR          COCO results JSON, or a folder of inference outputs:\n"
@@ -34,7 +34,8 @@ static const char usage[] =
     "      --per-category         also print AP per category\n"
     "      --pr-curves DIR        write DIR/pr-curves.json and DIR/pr-curves.csv\n"
     "                             (precision per category, IoU and recall threshold)\n"
-    "  -w, --write-results FILE   write the detections as a COCO results JSON\n"
+    "  -w, --write-results FILE   write the detections as a COCO results JSON (with their\n"
+    "                             segmentation / keypoints for segm / keypoints)\n"
     "  -q, --quiet                do not print the stats\n"
     "  -v, --verbose              counts and the time of each phase on stderr\n"
     "      --threads N            worker threads (default: PARITY_THREADS or the CPUs)\n"
@@ -55,8 +56,10 @@ static const char usage[] =
     "      --label-map M          coco80 (0..79 to COCO ids 1..90), identity, or a YAML/JSON\n"
     "                             file holding the list of category ids [identity]\n"
     "      --clip                 clip boxes to the original image\n"
-    "      --head H               a raw YOLO head: yolov8 [1,4+nc,N] or yolov5 [1,N,5+nc], with\n"
-    "                             --output T, --conf-threshold X, --nms-iou X, --max-det N,\n"
+    "      --head H               a raw YOLO head: yolov8 [1,4+nc,N], yolov5 [1,N,5+nc],\n"
+    "                             yolov8-seg [1,4+nc+nm,N] with --protos T [output1] and\n"
+    "                             --mask-coefs NM [32], yolov8-pose [1,4+nc+3K,N] with\n"
+    "                             --keypoints K [17]; --output T, --conf-threshold X, --nms-iou X, --max-det N,\n"
     "                             --max-nms N, --multi-label B, --agnostic B, --num-classes N,\n"
     "                             --letterbox-inverse ultralytics|meta (Ultralytics' validation\n"
     "                             rules and defaults; docs/metrics-detection.md)\n"
@@ -69,7 +72,7 @@ enum {
     OPT_PERCAT = 256, OPT_PR, OPT_THREADS, OPT_DECODE, OPT_SECTION, OPT_SET, OPT_META,
     OPT_LABELS, OPT_BOXES, OPT_SCORES, OPT_FORMAT, OPT_COORDS, OPT_NORM, OPT_THR, OPT_TOPK,
     OPT_LMAP, OPT_CLIP, OPT_HEAD, OPT_OUTPUT, OPT_CONF, OPT_NMSIOU, OPT_MAXDET, OPT_MAXNMS, OPT_MULTI,
-    OPT_AGNOSTIC, OPT_NC, OPT_LBINV, OPT_SIGMAS,
+    OPT_AGNOSTIC, OPT_NC, OPT_LBINV, OPT_PROTOS, OPT_NMASK, OPT_KPTS, OPT_SIGMAS,
 };
 
 static const struct option longopts[] = {
@@ -89,6 +92,8 @@ static const struct option longopts[] = {
     {"max-det", required_argument, 0, OPT_MAXDET}, {"max-nms", required_argument, 0, OPT_MAXNMS},
     {"multi-label", required_argument, 0, OPT_MULTI}, {"agnostic", required_argument, 0, OPT_AGNOSTIC},
     {"num-classes", required_argument, 0, OPT_NC}, {"letterbox-inverse", required_argument, 0, OPT_LBINV},
+    {"protos", required_argument, 0, OPT_PROTOS}, {"mask-coefs", required_argument, 0, OPT_NMASK},
+    {"keypoints", required_argument, 0, OPT_KPTS},
     {"iou-type", required_argument, 0, 't'}, {"kpt-sigmas", required_argument, 0, OPT_SIGMAS},
     {"help", no_argument, 0, 'h'}, {"version", no_argument, 0, 'V'}, {0, 0, 0, 0},
 };
@@ -181,7 +186,7 @@ int main(int argc, char **argv)
         case 'h': fputs(usage, stdout); goto done;
         case 'V': puts("map-eval (parity) " PARITY_VERSION); goto done;
         default:
-            if (c >= OPT_META && c <= OPT_LBINV) {
+            if (c >= OPT_META && c <= OPT_KPTS) {
                 /* kept as "option=value" and handed to the decoder in order */
                 const char *name = longopts[0].name;
                 for (const struct option *o = longopts; o->name; o++)
@@ -205,12 +210,6 @@ int main(int argc, char **argv)
         if (type != COCO_KEYPOINTS) die_usage(prog, "--kpt-sigmas applies to --iou-type keypoints");
         parse_sigmas(sigmas, &task);
     }
-    if (type != COCO_BBOX && results_out)
-        die_usage(prog, "--write-results writes box results; it does not apply to --iou-type %s",
-                  coco_iou_type_name(task.type));
-    if (type != COCO_BBOX && is_dir(dt_path))
-        die_usage(prog, "--iou-type %s takes a results JSON as --dt (decoding a folder yields "
-                  "boxes)", coco_iou_type_name(task.type));
 
     perr_t e = {0};
     phase(NULL);

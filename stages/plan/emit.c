@@ -247,7 +247,9 @@ static void emit_cells(plan_out_t *o, const char *dir)
                 mk_printf(o, "%s/map.json: %s/out.done %s $(PARITY_BIN)/map-eval\n", cd, cd, decode);
                 mk_printf(o, "\t@echo '  MAP     %s %s'\n", m->name, cell);
                 mk_printf(o, "\t$(Q)$(PARITY_BIN)/map-eval --gt '%s' --dt '%s/out' --meta '%s' --decode '%s' "
-                             "--section . --json $@ -q\n\n", m->gt, cd, sets, decode);
+                             "--section .", m->gt, cd, sets, decode);
+                if (m->det_iou_type) mk_printf(o, " --iou-type %s", m->det_iou_type);
+                mk_printf(o, " --json $@ -q\n\n");
             }
             if (has_task_eval(m)) emit_task(o, dir, cd, cell, ref, is_ref);
             if (precision_cell) {

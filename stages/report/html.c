@@ -149,7 +149,8 @@ static void write_grid(FILE *f, const report_t *r)
             fprintf(f, " (a cell may lose %g%s%s)", json_number_value(allow), *metric_unit(r, r->task_metric) ? " " : "",
                     metric_unit(r, r->task_metric));
     } else
-        fprintf(f, "<table id=\"grid\"><caption>%s", have_map ? "AP points against the reference" : "Outputs against the reference");
+        fprintf(f, "<table id=\"grid\"><caption>%s%s", have_map ? (r->ap_name ? r->ap_name : "AP") : "Outputs",
+                have_map ? " points against the reference" : " against the reference");
     if (have_map && max_drop >= 0) fprintf(f, " (a cell may lose %.1f)", max_drop);
     fprintf(f, "</caption>\n<tr><th>variant \\ precision</th>");
     for (int b = 0; b < np; b++) { fprintf(f, "<th>"); esc(f, ps[b]); fprintf(f, "</th>"); }

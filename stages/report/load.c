@@ -172,6 +172,10 @@ int report_load(report_t *r, const char *plan_path, const char *cells, perr_t *e
         x->pre_snr = pre_postprocess_snr(r->plan, x->layerwise);
         x->ap = x->map ? num(json_object_get(x->map, "stats"), "AP", NULL) : -1;
         x->ap50 = x->map ? num(json_object_get(x->map, "stats"), "AP50", NULL) : -1;
+        /* the cells' map.json name what their AP is of (map-eval --iou-type) */
+        const char *iou = json_string_value(json_object_get(x->map, "iou_type"));
+        if (iou && !strcmp(iou, "segm")) r->ap_name = "mask AP";
+        if (iou && !strcmp(iou, "keypoints")) r->ap_name = "keypoint AP";
         summarise_compare(x);
         json_t *s0 = json_array_get(json_object_get(x->stats, "samples"), 0);
         x->median_ms = s0 ? num(s0, "median_ms", NULL) : -1;

@@ -55,6 +55,7 @@ typedef struct report {
     char verdict[1024];     /* "PASS — 2 expected failures: letterbox-naive (−60.2 AP), ..." */
     char kernels[96];       /* the kernels the cells ran on (infer's stats: "avx2", "blas on avx512"), "" if unknown */
     const char *task, *task_metric;   /* plan.json's task and headline metric, or NULL */
+    const char *ap_name;     /* what map-eval's AP measures: "AP" (boxes), "mask AP", "keypoint AP" */
 } report_t;
 
 /* The headline metric's change in words: "−6.1 dB PSNR", "−0.5 % top1", "−60.2 AP". */

@@ -62,7 +62,8 @@ static void value_text(const report_t *r, const char *metric, double v, int sign
 
 void metric_delta_text(const report_t *r, double d, char *b, size_t n)
 {
-    if (!r->task_metric || !strcmp(r->task_metric, "ap")) snprintf(b, n, "%s%.1f AP", d < 0 ? "\u2212" : "+", fabs(d));
+    if (!r->task_metric || !strcmp(r->task_metric, "ap"))
+        snprintf(b, n, "%s%.1f %s", d < 0 ? "\u2212" : "+", fabs(d), r->ap_name ? r->ap_name : "AP");
     else value_text(r, r->task_metric, d, 1, b, n);
 }
 

@@ -116,8 +116,9 @@ int write_summary_md(const report_t *r, const char *path, perr_t *e)
     report_axes(r, &vs, &nv, &ps, &np);
     int have_map = 0;
     for (int i = 0; i < r->n_cells; i++) have_map |= r->cells[i].ap >= 0;
-    fprintf(f, "%s against the reference cell `%s` (XFAIL: expected to fail; XPASS: expected to fail but passed).\n\n",
-            r->task_metric && strcmp(r->task_metric, "ap") ? metric_label(r->task_metric) : have_map ? "AP points" : "Output check",
+    fprintf(f, "%s%s against the reference cell `%s` (XFAIL: expected to fail; XPASS: expected to fail but passed).\n\n",
+            r->task_metric && strcmp(r->task_metric, "ap") ? metric_label(r->task_metric) : have_map ? (r->ap_name ? r->ap_name : "AP") : "Output check",
+            r->task_metric && strcmp(r->task_metric, "ap") ? "" : have_map ? " points" : "",
             json_string_value(json_object_get(r->plan, "reference")));
     fprintf(f, "| variant |");
     for (int b = 0; b < np; b++) fprintf(f, " %s |", ps[b]);

@@ -100,6 +100,13 @@ head[0, 4:] = np.linspace(0, 0.9, 30).reshape(3, 10)
 put("yolo_head", "v8.bin", b"head=yolov8,nms_iou=0.5,max_det=5\n" + npy(head))
 put("yolo_head", "v5.bin", b"head=yolov5,multi_label=false,conf_threshold=0.25\n" + npy(np.ascontiguousarray(
     np.concatenate([head[0, :4], head[0, 4:5], head[0, 4:]]).T[None])))
+# yolov8-seg (2 mask coefficients per anchor) and yolov8-pose (2 keypoints), boxes inside the 32x32 input
+small = head.copy()
+small[0, :4] = [[2 + 3 * i for i in range(10)], [12] * 10, [8] * 10, [6] * 10]
+put("yolo_head", "seg.bin", b"head=yolov8-seg,mask_coefs=2,max_det=5\n" + npy(np.ascontiguousarray(
+    np.concatenate([small[0], np.linspace(-1, 1, 20).reshape(2, 10)])[None].astype(np.float32))))
+put("yolo_head", "pose.bin", b"head=yolov8-pose,keypoints=2,max_det=5\n" + npy(np.ascontiguousarray(
+    np.concatenate([small[0], np.tile([[4], [6], [0.9]], (2, 10))])[None].astype(np.float32))))
 
 gt = {"images": [{"id": 1, "width": 8, "height": 6}, {"id": 2, "width": 4, "height": 4}],
       "categories": [{"id": 1, "name": "a"}, {"id": 3, "name": "b"}],

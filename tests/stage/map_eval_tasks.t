@@ -164,11 +164,17 @@ expect_error("keypoints", "result without keypoints", KP_GT,
 for args, what in ((["--iou-type", "mask"], "an unknown --iou-type"),
                    (["--iou-type", "segm", "--kpt-sigmas", "0.1"], "--kpt-sigmas without keypoints"),
                    (["--iou-type", "keypoints", "--kpt-sigmas", "0.1,x"], "a --kpt-sigmas that is not numbers"),
-                   (["--iou-type", "segm", "--dt", tmp], "segm with a folder to decode"),
-                   (["--iou-type", "segm", "-w", path("w.json")], "--write-results with segm")):
+                   (["--iou-type", "segm", "--dt", tmp], "segm with a folder of labels/boxes/scores to decode")):
     full = ["--gt", path("ok-gt.json")] + (["--dt", path("ok-dt.json")] if "--dt" not in args else []) + args
     rc, so, se = run("map-eval", *full)
     ok(rc == 2 and so == "" and len(se.strip().splitlines()) >= 1, "usage error: %s (exit 2)" % what, (rc, se))
+
+# --write-results of segm / keypoints results (RLE strings, keypoints) reads back to the same stats
+for kind, g, d in (("segm", "ok-gt.json", "ok-dt.json"), ("keypoints", "okk-gt.json", "okk-dt.json")):
+    rc1, so1, se1 = run("map-eval", "--iou-type", kind, "--gt", path(g), "--dt", path(d), "-w", path("w.json"))
+    rc2, so2, se2 = run("map-eval", "--iou-type", kind, "--gt", path(g), "--dt", path("w.json"))
+    ok(rc1 == 0 and rc2 == 0 and so1 == so2 and "Average Precision" in so1,
+       "%s: --write-results reads back to the same stats" % kind, (se1, se2, so1, so2))
 
 shutil.rmtree(tmp)
 done()

@@ -32,17 +32,7 @@ def p(*a):
     return os.path.join(tmp, *a)
 
 
-def meta_for(w, h, iw, ih, mode):
-    """meta.json as parity's preprocess writes it (stages/preprocess/geometry.c)."""
-    if mode == "letterbox":
-        r = min(ih / h, iw / w)
-        rw, rh = round(w * r), round(h * r)
-        left, top = round((iw - rw) / 2 - 0.1), round((ih - rh) / 2 - 0.1)
-        sx, sy, ox, oy = rw / w, rh / h, float(left), float(top)
-    else:
-        sx, sy, ox, oy = iw / w, ih / h, 0.0, 0.0
-    return {"width": w, "height": h, "input_width": iw, "input_height": ih, "scale_x": sx, "scale_y": sy,
-            "offset_x": ox, "offset_y": oy, "mode": mode}
+meta_for = yolo_ref.meta_for
 
 
 # ---- heads ----

@@ -129,8 +129,10 @@ int coco_dets_load(const char *path, int nthreads, coco_dets_t *d, perr_t *e);
  * without, area = mask area / keypoint extent (x1-x0)*(y1-y0). */
 int coco_dets_load_task(const char *path, int nthreads, const coco_gt_t *gt, coco_dets_t *d,
                         perr_t *e);
-/* Writes the standard COCO results JSON (atomically). Numbers keep 17
- * significant digits, so reading the file back evaluates identically. */
+/* Writes the standard COCO results JSON (atomically), with each result's
+ * compressed-RLE segmentation or keypoints for segm / keypoints dets.
+ * Numbers keep 17 significant digits, so reading the file back evaluates
+ * identically. */
 int coco_dets_write(const char *path, const coco_dets_t *d, perr_t *e);
 void coco_dets_push(coco_dets_t *d, const coco_det_t *det);
 void coco_dets_free(coco_dets_t *d);

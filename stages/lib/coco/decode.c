@@ -112,7 +112,7 @@ static int yolo_from_node(coco_decode_opts_t *o, const cfg_node_t *node, const c
         int r = v->kind == CFG_SCALAR ? yolo_opt_set(&o->yolo, node->keys[i], v->text, &e2) : 0;
         if (r < 0) return BAD(e, "%s: %s: %s", cfg_node_where(v, w, sizeof w), section, e2.msg);
         if (!r && v->kind != CFG_SCALAR && !strcmp(node->keys[i], "head"))
-            return BAD(e, "%s: %s: head: expected yolov8 or yolov5", cfg_node_where(v, w, sizeof w), section);
+            return BAD(e, "%s: %s: head: expected yolov8, yolov5, yolov8-seg or yolov8-pose", cfg_node_where(v, w, sizeof w), section);
     }
     return 0;
 }
@@ -124,7 +124,7 @@ static int check_head(coco_decode_opts_t *o, perr_t *e)
     if (o->yolo.head == YOLO_NONE) return 0;
     if (o->has_threshold || o->top_k)
         return BAD(e, "decoding: score_threshold and top_k apply to decoded outputs; with head: %s use "
-                   "conf_threshold and max_det", o->yolo.head == YOLO_V8 ? "yolov8" : "yolov5");
+                   "conf_threshold and max_det", yolo_head_name(o->yolo.head));
     if (!o->clip_set) o->clip = 1;
     return 0;
 }
@@ -197,7 +197,7 @@ static int from_config(coco_decode_opts_t *o, const config_t *c, const char *fil
             return BAD(e, "%s: unknown decoding key '%s' (known: labels, boxes, scores, box_format, "
                        "box_coords, normalized, score_threshold, top_k, label_map, clip, meta, head, output, "
                        "conf_threshold, nms_iou, max_det, max_nms, multi_label, agnostic, num_classes, "
-                       "letterbox_inverse)", cfg_node_where(node->items[i], w, sizeof w), node->keys[i]);
+                       "letterbox_inverse, protos, mask_coefs, keypoints)", cfg_node_where(node->items[i], w, sizeof w), node->keys[i]);
     }
     if (yolo_from_node(o, node, section, e)) return -1;
     char key[256];

@@ -6,6 +6,7 @@
 #include <string.h>
 #include "coco/coco_int.h"
 #include "coco/decode.h"
+#include "coco/yolo_task.h"
 #include "io/npy.h"
 #include "io/tensorset.h"
 #include "util/fsutil.h"
@@ -104,7 +105,8 @@ static int read_meta(const char *path, const coco_gt_t *gt, const name_id_t *fil
     m->has_map = r[0] && r[1];
     if (!rc && need_map && (m->sx <= 0 || m->sy <= 0))
         rc = BAD(e, "%s: scale_x and scale_y must be positive", path);
-    int need_in = need_map && (o->normalized || (yolo && m->letterbox && o->yolo.letterbox == YOLO_LB_ULTRALYTICS));
+    int masks = o->yolo.head == YOLO_V8_SEG && gt->task.type == COCO_SEGM;
+    int need_in = need_map && (o->normalized || masks || (yolo && m->letterbox && o->yolo.letterbox == YOLO_LB_ULTRALYTICS));
     if (!rc && ((r[0] = meta_num(j, path, "input_width", &m->in_w, need_in, e)) < 0 ||
                 (r[1] = meta_num(j, path, "input_height", &m->in_h, need_in, e)) < 0))
         rc = -1;
@@ -277,44 +279,95 @@ static int decode_sample(const char *sdir, const meta_t *m, const coco_decode_op
 
 /* ---- a YOLO head ---- */
 
-/* A decoded corner in original pixels: Ultralytics' scale_boxes for a
- * letterbox (gain = min(in_h / h, in_w / w), pad = round((in - orig * gain)
- * / 2 - 0.1), half to even as Python's round), else the meta map. */
-static void yolo_to_original(const float in[4], const meta_t *m, const coco_decode_opts_t *o, double out[4])
+/* Input pixels to original: Ultralytics' scale_boxes for a letterbox (gain
+ * = min(in_h / h, in_w / w), pad = round((in - orig * gain) / 2 - 0.1),
+ * half to even as Python's round), else the meta map; in double. */
+static void yolo_geom(const meta_t *m, const coco_decode_opts_t *o, yolo_geom_t *g)
 {
+    *g = (yolo_geom_t){ m->sx, m->sy, m->ox, m->oy, m->width, m->height, m->in_w, m->in_h, o->clip };
     if (m->letterbox && o->yolo.letterbox == YOLO_LB_ULTRALYTICS) {
         double gy = m->in_h / m->height, gx = m->in_w / m->width, gain = gy < gx ? gy : gx;
-        double px = nearbyint((m->in_w - m->width * gain) / 2 - 0.1);
-        double py = nearbyint((m->in_h - m->height * gain) / 2 - 0.1);
-        for (int k = 0; k < 4; k++) out[k] = ((double)in[k] - (k & 1 ? py : px)) / gain;
-    } else {
-        for (int k = 0; k < 4; k++) out[k] = k & 1 ? ((double)in[k] - m->oy) / m->sy : ((double)in[k] - m->ox) / m->sx;
+        g->sx = g->sy = gain;
+        g->ox = nearbyint((m->in_w - m->width * gain) / 2 - 0.1);
+        g->oy = nearbyint((m->in_h - m->height * gain) / 2 - 0.1);
     }
-    if (o->clip)
-        for (int k = 0; k < 4; k++) out[k] = fmin(fmax(out[k], 0), k & 1 ? m->height : m->width);
 }
 
-static int decode_yolo_sample(const char *sdir, const meta_t *m, const coco_decode_opts_t *o, coco_dets_t *out,
-                              perr_t *e)
+/* Reads sdir's tensor `name` into t; what: the decoding key naming it. */
+static int read_named(const char *sdir, const char *name, const char *key, tensor_t *t, char **path, perr_t *e)
 {
-    char *file = tensor_file_name(o->yolo.output);
-    char *path = path_join(sdir, file);
+    char *file = tensor_file_name(name);
+    *path = path_join(sdir, file);
     free(file);
-    tensor_t t = { 0 };
+    if (!file_exists(*path))
+        return BAD(e, "%s: no output tensor '%s' (%s); the detection section's %s: names it", sdir, name, *path, key);
+    return npy_read(*path, t, e);
+}
+
+/* The task shape of the head's evaluation: masks for segm (yolov8-seg),
+ * keypoints for keypoints (yolov8-pose, K = the evaluation's count). */
+static int check_task(const coco_gt_t *gt, const coco_decode_opts_t *o, perr_t *e)
+{
+    coco_iou_type_t ty = gt->task.type;
+    if (ty == COCO_SEGM && o->yolo.head != YOLO_V8_SEG)
+        return BAD(e, "--iou-type segm decodes masks: it needs head: yolov8-seg (with its protos tensor), not %s",
+                   yolo_head_name(o->yolo.head));
+    if (ty == COCO_KEYPOINTS && o->yolo.head != YOLO_V8_POSE)
+        return BAD(e, "--iou-type keypoints decodes keypoints: it needs head: yolov8-pose, not %s",
+                   yolo_head_name(o->yolo.head));
+    if (ty == COCO_KEYPOINTS && o->yolo.keypoints != gt->task.nkpt)
+        return BAD(e, "the head carries %lld keypoints (keypoints), but %s is evaluated with %d (--kpt-sigmas)",
+                   (long long)o->yolo.keypoints, gt->path, gt->task.nkpt);
+    if (ty == COCO_SEGM && gt->nimg && (gt->img_h[0] < 1 || gt->img_w[0] < 1))
+        return BAD(e, "%s: masks need every image's width and height", gt->path);
+    return 0;
+}
+
+/* A detection's mask or keypoints (per the evaluation) and its push. */
+static int push_yolo(const coco_gt_t *gt, const tensor_t *t, const tensor_t *protos, int64_t nc, const yolo_det_t *d,
+                     const yolo_geom_t *g, const char *what, const coco_det_t *c, coco_dets_t *out, perr_t *e)
+{
+    coco_mask_t mask = { 0 };
+    double *k = NULL;
+    int rc = 0;
+    if (out->type == COCO_SEGM) {
+        int64_t ii = coco_gt_img_index(gt, c->image_id);
+        if (gt->img_h[ii] != (int64_t)g->h || gt->img_w[ii] != (int64_t)g->w)
+            return BAD(e, "%s: meta.json's image size %gx%g is not the ground truth's %lldx%lld for image %lld", what,
+                       g->w, g->h, (long long)gt->img_w[ii], (long long)gt->img_h[ii], (long long)c->image_id);
+        rc = yolo_seg_mask(t, protos, nc, d, g, what, &mask, e);
+    } else if (out->type == COCO_KEYPOINTS) {
+        k = xmalloc((size_t)(3 * out->nkpt) * sizeof *k);
+        rc = yolo_pose_kpts(t, nc, out->nkpt, d, g, what, k, e);
+    }
+    if (!rc) rc = coco_det_check(c, what, e);
+    if (!rc && out->type == COCO_BBOX) coco_dets_push(out, c);
+    else if (!rc) coco_dets_push_shape(out, c, &mask, k);
+    coco_mask_free(&mask);
+    free(k);
+    return rc;
+}
+
+static int decode_yolo_sample(const char *sdir, const meta_t *m, const coco_gt_t *gt, const coco_decode_opts_t *o,
+                              coco_dets_t *out, perr_t *e)
+{
+    char *path = NULL, *ppath = NULL;
+    tensor_t t = { 0 }, p = { 0 };
     yolo_det_t *d = NULL;
     int64_t n = 0;
-    int rc = 0;
-    if (!file_exists(path))
-        rc = BAD(e, "%s: no output tensor '%s' (%s); the detection section's output: names the YOLO head", sdir,
-                 o->yolo.output, path);
-    else if (npy_read(path, &t, e) || yolo_decode(&t, path, &o->yolo, o->label_map ? o->nlabel_map : 0, o->label_map_src, &d, &n, e))
-        rc = -1;
+    int rc = read_named(sdir, o->yolo.output, "output", &t, &path, e);
+    if (!rc && out->type == COCO_SEGM)
+        rc = read_named(sdir, o->yolo.protos, "protos", &p, &ppath, e) || yolo_protos_check(&p, ppath, &o->yolo, e);
+    if (!rc) rc = yolo_decode(&t, path, &o->yolo, o->label_map ? o->nlabel_map : 0, o->label_map_src, &d, &n, e);
+    yolo_geom_t g;
+    yolo_geom(m, o, &g);
+    int64_t nc = t.ndim >= 2 ? t.dims[t.ndim - 2] - 4 - yolo_extra(&o->yolo) : 0;
     for (int64_t i = 0; !rc && i < n; i++) {
         coco_det_t c;
         double b[4];
         c.image_id = m->image_id;
         c.category_id = o->label_map ? o->label_map[d[i].cls] : d[i].cls;
-        yolo_to_original(d[i].box, m, o, b);
+        yolo_geom_box(&g, d[i].box, b);
         c.bbox[0] = b[0];
         c.bbox[1] = b[1];
         c.bbox[2] = b[2] - b[0];
@@ -322,12 +375,13 @@ static int decode_yolo_sample(const char *sdir, const meta_t *m, const coco_deco
         c.score = d[i].score;
         char what[1100];
         snprintf(what, sizeof what, "%s: anchor %lld", path, (long long)d[i].anchor);
-        rc = coco_det_check(&c, what, e);
-        if (!rc) coco_dets_push(out, &c);
+        rc = push_yolo(gt, &t, &p, nc, &d[i], &g, what, &c, out, e);
     }
     free(d);
     tensor_free_data(&t);
+    tensor_free_data(&p);
     free(path);
+    free(ppath);
     return rc;
 }
 
@@ -335,6 +389,12 @@ int coco_decode_dir(const char *dir, const coco_gt_t *gt, const coco_decode_opts
                     coco_dets_t *out, perr_t *e)
 {
     memset(out, 0, sizeof *out);
+    if (o->yolo.head != YOLO_NONE ? check_task(gt, o, e) : gt->task.type != COCO_BBOX ?
+        BAD(e, "--iou-type %s decodes a raw YOLO head (head: yolov8-seg or yolov8-pose); labels/boxes/scores "
+            "outputs yield boxes only", coco_iou_type_name(gt->task.type)) : 0)
+        return -1;
+    out->type = gt->task.type;
+    out->nkpt = gt->task.nkpt;
     char **names;
     int n = list_dir(dir, &names, e);
     if (n < 0) return -1;
@@ -351,7 +411,7 @@ int coco_decode_dir(const char *dir, const coco_gt_t *gt, const coco_decode_opts
                 rc = BAD(e, "%s: no meta.json for sample '%s' (use --meta DIR where preprocess wrote them)",
                          mpath, names[i]);
             if (!rc) rc = read_meta(mpath, gt, files, nfiles, o, &m, e);
-            if (!rc) rc = o->yolo.head != YOLO_NONE ? decode_yolo_sample(sdir, &m, o, out, e)
+            if (!rc) rc = o->yolo.head != YOLO_NONE ? decode_yolo_sample(sdir, &m, gt, o, out, e)
                                                     : decode_sample(sdir, &m, o, out, e);
             nsamples++;
             free(mdir);

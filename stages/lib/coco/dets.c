@@ -212,17 +212,39 @@ int coco_dets_write(const char *path, const coco_dets_t *d, perr_t *e)
 {
     atomic_file_t af;
     if (atomic_open(&af, path, e)) return -1;
+    /* segm / keypoints results read without boxes took their areas from the
+     * shapes: written without boxes, they read back the same */
+    int boxes = 1;
+    for (int64_t i = 0; d->area && i < d->n; i++) boxes &= d->area[i] == d->d[i].bbox[2] * d->d[i].bbox[3];
     fputc('[', af.f);
     for (int64_t i = 0; i < d->n; i++) {
         const coco_det_t *x = &d->d[i];
-        fprintf(af.f, "%s\n{\"image_id\": %lld, \"category_id\": %lld, \"bbox\": [", i ? "," : "",
-                (long long)x->image_id, (long long)x->category_id);
-        for (int k = 0; k < 4; k++) {
-            if (k) fputs(", ", af.f);
+        fprintf(af.f, "%s\n{\"image_id\": %lld, \"category_id\": %lld", i ? "," : "", (long long)x->image_id,
+                (long long)x->category_id);
+        for (int k = 0; boxes && k < 4; k++) {
+            fputs(k ? ", " : ", \"bbox\": [", af.f);
             put_double(af.f, x->bbox[k]);
         }
-        fputs("], \"score\": ", af.f);
+        fputs(boxes ? "], \"score\": " : ", \"score\": ", af.f);
         put_double(af.f, x->score);
+        if (d->type == COCO_SEGM) {
+            /* the compressed counts use '0'..'o': only '\\' needs escaping */
+            char *rle = coco_rle_to_string(&d->masks[i]);
+            fprintf(af.f, ", \"segmentation\": {\"size\": [%u, %u], \"counts\": \"", d->masks[i].h, d->masks[i].w);
+            for (const char *p = rle; *p; p++) {
+                if (*p == '\\') fputc('\\', af.f);
+                fputc(*p, af.f);
+            }
+            fputs("\"}", af.f);
+            free(rle);
+        } else if (d->type == COCO_KEYPOINTS) {
+            fputs(", \"keypoints\": [", af.f);
+            for (int k = 0; k < 3 * d->nkpt; k++) {
+                if (k) fputs(", ", af.f);
+                put_double(af.f, d->kpts[(int64_t)i * 3 * d->nkpt + k]);
+            }
+            fputc(']', af.f);
+        }
         fputc('}', af.f);
     }
     fputs("\n]\n", af.f);

@@ -73,6 +73,24 @@ int coco_rle_from_counts(coco_mask_t *m, const uint32_t *cnts, uint32_t nc, uint
     return mask_finish(m, c, nc, h, w, what, e);
 }
 
+char *coco_rle_to_string(const coco_mask_t *m)
+{
+    /* at most 7 characters per count: 32 bits plus sign in 5-bit groups */
+    char *s = xmalloc((size_t)m->m * 7 + 1), *p = s;
+    for (uint32_t i = 0; i < m->m; i++) {
+        int64_t x = m->cnts[i];
+        if (i > 2) x -= m->cnts[i - 2];
+        for (int more = 1; more;) {
+            int c = (int)(x & 0x1f);
+            x >>= 5;   /* arithmetic: a negative difference ends at -1 */
+            more = (c & 0x10) ? x != -1 : x != 0;
+            *p++ = (char)((more ? c | 0x20 : c) + 48);
+        }
+    }
+    *p = 0;
+    return s;
+}
+
 /* Each count is 5 bits per character ('0' + value, bit 0x20 = more to
  * come, bit 0x10 of the last = negative); from the 3rd count on it is the
  * difference to the count two before. */

@@ -28,6 +28,9 @@ void coco_mask_free(coco_mask_t *m);
  * 3rd on stored as the difference to the one two before). */
 int coco_rle_from_string(coco_mask_t *m, const char *s, size_t n, uint32_t h, uint32_t w,
                          const char *what, perr_t *e);
+/* The compressed string of m (maskApi's rleToString), malloc'd, NUL-ended:
+ * the inverse of coco_rle_from_string. */
+char *coco_rle_to_string(const coco_mask_t *m);
 /* Uncompressed RLE: the counts as given. */
 int coco_rle_from_counts(coco_mask_t *m, const uint32_t *cnts, uint32_t nc, uint32_t h,
                          uint32_t w, const char *what, perr_t *e);

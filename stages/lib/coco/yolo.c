@@ -18,11 +18,15 @@ void yolo_opts_init(yolo_opts_t *o)
     o->max_det = 300;
     o->max_nms = 30000;
     o->multi_label = 1;
+    o->protos = xstrdup("output1");
+    o->mask_coefs = 32;
+    o->keypoints = 17;
 }
 
 void yolo_opts_free(yolo_opts_t *o)
 {
     free(o->output);
+    free(o->protos);
     memset(o, 0, sizeof *o);
 }
 
@@ -62,13 +66,19 @@ int yolo_opt_set(yolo_opts_t *o, const char *key, const char *v, perr_t *e)
     if (!strcmp(key, "head")) {
         if (!strcmp(v, "yolov8")) o->head = YOLO_V8;
         else if (!strcmp(v, "yolov5")) o->head = YOLO_V5;
+        else if (!strcmp(v, "yolov8-seg")) o->head = YOLO_V8_SEG;
+        else if (!strcmp(v, "yolov8-pose")) o->head = YOLO_V8_POSE;
         else if (!strcmp(v, "none")) o->head = YOLO_NONE;
-        else rc = BAD(e, "head: '%s' is not yolov8 ([4+nc, N]) or yolov5 ([N, 5+nc])", v);
-    } else if (!strcmp(key, "output")) {
-        if (!*v) return BAD(e, "output: the head's tensor name is empty");
-        free(o->output);
-        o->output = xstrdup(v);
-    } else if (!strcmp(key, "conf_threshold")) rc = parse_num(key, v, 0, 1, &o->conf, e);
+        else rc = BAD(e, "head: '%s' is not yolov8 ([4+nc, N]), yolov5 ([N, 5+nc]), yolov8-seg ([4+nc+nm, N] "
+                      "and protos) or yolov8-pose ([4+nc+3K, N])", v);
+    } else if (!strcmp(key, "output") || !strcmp(key, "protos")) {
+        if (!*v) return BAD(e, "%s: the tensor name is empty", key);
+        char **dst = !strcmp(key, "output") ? &o->output : &o->protos;
+        free(*dst);
+        *dst = xstrdup(v);
+    }
+    else if (!strcmp(key, "mask_coefs")) rc = parse_count(key, v, 1, &o->mask_coefs, e);
+    else if (!strcmp(key, "keypoints")) rc = parse_count(key, v, 1, &o->keypoints, e); else if (!strcmp(key, "conf_threshold")) rc = parse_num(key, v, 0, 1, &o->conf, e);
     else if (!strcmp(key, "nms_iou")) rc = parse_num(key, v, 0, 1, &o->iou, e);
     else if (!strcmp(key, "max_det")) rc = parse_count(key, v, 1, &o->max_det, e);
     else if (!strcmp(key, "max_nms")) rc = parse_count(key, v, 1, &o->max_nms, e);
@@ -92,21 +102,48 @@ static void shortest(char *buf, size_t n, double v)
     }
 }
 
+const char *yolo_head_name(yolo_head_t h)
+{
+    static const char *const names[] = { "none", "yolov8", "yolov5", "yolov8-seg", "yolov8-pose" };
+    return names[h];
+}
+
+int64_t yolo_extra(const yolo_opts_t *o)
+{
+    return o->head == YOLO_V8_SEG ? o->mask_coefs : o->head == YOLO_V8_POSE ? 3 * o->keypoints : 0;
+}
+
 char *yolo_opts_spec(const yolo_opts_t *o)
 {
     if (o->head == YOLO_NONE) return NULL;
-    size_t n = strlen(o->output) + 320;
+    size_t n = strlen(o->output) + strlen(o->protos) + 400;
     char *s = xmalloc(n), conf[32], iou[32];
     shortest(conf, sizeof conf, o->conf);
     shortest(iou, sizeof iou, o->iou);
     snprintf(s, n, "head=%s,output=%s,conf_threshold=%s,nms_iou=%s,max_det=%lld,max_nms=%lld,"
-             "multi_label=%d,agnostic=%d,num_classes=%lld", o->head == YOLO_V8 ? "yolov8" : "yolov5", o->output,
+             "multi_label=%d,agnostic=%d,num_classes=%lld", yolo_head_name(o->head), o->output,
              conf, iou, (long long)o->max_det, (long long)o->max_nms, o->multi_label, o->agnostic,
              (long long)o->num_classes);
+    size_t l = strlen(s);
+    /* the layout keys only where they apply: a plain head's spec is as before */
+    if (o->head == YOLO_V8_SEG)
+        snprintf(s + l, n - l, ",protos=%s,mask_coefs=%lld", o->protos, (long long)o->mask_coefs);
+    else if (o->head == YOLO_V8_POSE)
+        snprintf(s + l, n - l, ",keypoints=%lld", (long long)o->keypoints);
     return s;
 }
 
 /* ---- the head as float32 ---- */
+
+const float *yolo_f32(const tensor_t *t, float **own)
+{
+    *own = NULL;
+    if (t->dtype == DT_FLOAT) return t->data;
+    int64_t m = tensor_numel(t);
+    *own = xmalloc((size_t)(m ? m : 1) * sizeof **own);
+    for (int64_t i = 0; i < m; i++) (*own)[i] = (float)tensor_get_f64(t, i);
+    return *own;
+}
 
 typedef struct head {
     const float *f;           /* the values, float32 */
@@ -126,7 +163,14 @@ static int open_head(const tensor_t *t, const char *what, const yolo_opts_t *o, 
 {
     memset(h, 0, sizeof *h);
     h->v5 = o->head == YOLO_V5;
-    const char *layout = h->v5 ? "[1, N, 5+nc] (yolov5)" : "[1, 4+nc, N] (yolov8)";
+    int64_t extra = yolo_extra(o);
+    char layout[96], more[64] = "";
+    if (o->head == YOLO_V8_SEG) snprintf(more, sizeof more, " + %lld mask coefficients", (long long)extra);
+    if (o->head == YOLO_V8_POSE) snprintf(more, sizeof more, " + %lld keypoint values (3 x %lld)", (long long)extra,
+                                          (long long)o->keypoints);
+    if (h->v5) snprintf(layout, sizeof layout, "[1, N, 5+nc] (yolov5)");
+    else snprintf(layout, sizeof layout, "[1, 4+nc%s, N] (%s)", extra ? (o->head == YOLO_V8_SEG ? "+nm" : "+3K") : "",
+                  yolo_head_name(o->head));
     if (!dtype_is_float(t->dtype))
         return BAD(e, "%s: the YOLO head is %s: float values expected", what, dtype_name(t->dtype));
     if (t->ndim < 2 || t->ndim > 3)
@@ -137,28 +181,22 @@ static int open_head(const tensor_t *t, const char *what, const yolo_opts_t *o, 
     int64_t r = t->dims[t->ndim - 2], c = t->dims[t->ndim - 1];
     int64_t width = h->v5 ? c : r, fixed = h->v5 ? 5 : 4;
     h->n = h->v5 ? r : c;
-    h->nc = width - fixed;
+    h->nc = width - fixed - extra;
     if (h->nc < 1)
-        return BAD(e, "%s: the YOLO head's width is %lld: expected %s with nc >= 1", what, (long long)width, layout);
+        return BAD(e, "%s: the YOLO head's width is %lld: expected %s with nc >= 1, i.e. more than %lld%s", what,
+                   (long long)width, layout, (long long)(fixed + extra), more);
     if (!o->num_classes && h->n < width)
         return BAD(e, "%s: the YOLO head [.., %lld, %lld] read as %s has fewer anchors (%lld) than values per "
                    "anchor (%lld): the other layout? (setting num_classes accepts it)", what, (long long)r,
                    (long long)c, layout, (long long)h->n, (long long)width);
     if (o->num_classes && h->nc != o->num_classes)
-        return BAD(e, "%s: the YOLO head's width %lld is %lld + %lld classes, but num_classes is %lld", what,
-                   (long long)width, (long long)fixed, (long long)h->nc, (long long)o->num_classes);
+        return BAD(e, "%s: the YOLO head's width %lld is %lld + %lld classes%s, but num_classes is %lld", what,
+                   (long long)width, (long long)fixed, (long long)h->nc, more, (long long)o->num_classes);
     if (nlabels && h->nc != nlabels)
-        return BAD(e, "%s: the YOLO head's width %lld is %lld + %lld classes, but the label map%s%s%s has %lld", what,
-                   (long long)width, (long long)fixed, (long long)h->nc, labels_src ? " (" : "",
+        return BAD(e, "%s: the YOLO head's width %lld is %lld + %lld classes%s, but the label map%s%s%s has %lld", what,
+                   (long long)width, (long long)fixed, (long long)h->nc, more, labels_src ? " (" : "",
                    labels_src ? labels_src : "", labels_src ? ")" : "", (long long)nlabels);
-    int64_t m = tensor_numel(t);
-    if (t->dtype == DT_FLOAT) {
-        h->f = t->data;
-    } else {
-        h->own = xmalloc((size_t)(m ? m : 1) * sizeof *h->own);
-        for (int64_t i = 0; i < m; i++) h->own[i] = (float)tensor_get_f64(t, i);
-        h->f = h->own;
-    }
+    h->f = yolo_f32(t, &h->own);
     return 0;
 }
 

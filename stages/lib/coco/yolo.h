@@ -9,6 +9,9 @@
  *                         scores; no objectness (YOLOv8, YOLOv11, YOLOv5u)
  *   yolov5   [N, 5 + nc]  columns cx, cy, w, h, objectness, nc class
  *                         scores; score = objectness * class (YOLOv5, v7)
+ *   yolov8-seg  [4 + nc + nm, N]  then nm mask coefficients per anchor, with a
+ *                         proto tensor [1, nm, mh, mw] (coco/yolo_task.h)
+ *   yolov8-pose [4 + nc + 3K, N]  then K keypoints (x, y, confidence)
  * A head with fewer anchors than values per anchor is refused as probably
  * the other layout, unless num_classes is set (and matches).
  * Every value is taken as float32 (float16/bfloat16 widen exactly, float64
@@ -31,7 +34,7 @@
 #include "tensor/tensor.h"
 #include "util/err.h"
 
-typedef enum { YOLO_NONE, YOLO_V8, YOLO_V5 } yolo_head_t;
+typedef enum { YOLO_NONE, YOLO_V8, YOLO_V5, YOLO_V8_SEG, YOLO_V8_POSE } yolo_head_t;
 typedef enum { YOLO_LB_ULTRALYTICS, YOLO_LB_META } yolo_letterbox_t;
 
 typedef struct yolo_opts {
@@ -45,6 +48,9 @@ typedef struct yolo_opts {
     int agnostic;             /* one NMS over all classes [0] */
     int64_t num_classes;      /* expected nc, 0: the tensor's */
     yolo_letterbox_t letterbox;   /* letterbox inverse [ultralytics] */
+    char *protos;             /* yolov8-seg: the proto tensor's name [output1] */
+    int64_t mask_coefs;       /* yolov8-seg: nm, mask coefficients per anchor [32] */
+    int64_t keypoints;        /* yolov8-pose: K, keypoints per anchor [17] */
 } yolo_opts_t;
 
 typedef struct yolo_det {
@@ -59,11 +65,18 @@ void yolo_opts_free(yolo_opts_t *o);
 /* One setting from text: 1 when key is a YOLO key and was set, 0 when it is
  * not one, -1 (e) on a bad value. Keys: head, output, conf_threshold,
  * nms_iou, max_det, max_nms, multi_label, agnostic, num_classes,
- * letterbox_inverse. */
+ * letterbox_inverse, protos, mask_coefs, keypoints. */
 int yolo_opt_set(yolo_opts_t *o, const char *key, const char *val, perr_t *e);
 /* "head=...,output=...,..." with every setting (numbers round-trip), for
  * compare --detection; NULL when head is YOLO_NONE. malloc'd. */
 char *yolo_opts_spec(const yolo_opts_t *o);
+/* The head's name in configs ("yolov8-seg"). */
+const char *yolo_head_name(yolo_head_t h);
+/* t's values as float32: t's own data, or a converted copy in *own (to
+ * free; NULL when none was made). */
+const float *yolo_f32(const tensor_t *t, float **own);
+/* Values per anchor after the nc class scores: nm (seg), 3K (pose), else 0. */
+int64_t yolo_extra(const yolo_opts_t *o);
 
 /* Decodes the head tensor t (read from `what`, named in errors). nlabels:
  * the class count the label map expects, 0 when it has none; labels_src:

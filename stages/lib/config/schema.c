@@ -18,5 +18,6 @@ const char *const precision_config_keys[] = {
 const char *const decode_config_keys[] = {
     "labels", "boxes", "scores", "box_format", "box_coords", "normalized", "score_threshold",
     "top_k", "label_map", "clip", "meta", "head", "output", "conf_threshold", "nms_iou", "max_det",
-    "max_nms", "multi_label", "agnostic", "num_classes", "letterbox_inverse", NULL,
+    "max_nms", "multi_label", "agnostic", "num_classes", "letterbox_inverse", "protos", "mask_coefs",
+    "keypoints", NULL,
 };

@@ -402,7 +402,8 @@ static int load_globs(model_cfg_t *m, const char *key, char **dst, int *n, perr_
 /* A raw YOLO head (detection.head): compare decodes it as map-eval does
  * (coco/yolo.h), so its --detection spec carries the same settings. Its
  * boxes are in input pixels: only cells of one preprocessing compare by
- * detection (m->det_input_coords). */
+ * detection (m->det_input_coords). A yolov8-seg / yolov8-pose head makes
+ * map-eval evaluate masks / keypoints (m->det_iou_type). */
 static int yolo_det_spec(model_cfg_t *m, double iou, double floor, perr_t *e)
 {
     if (!config_get(m->cfg, "detection.head")) return 0;
@@ -418,6 +419,8 @@ static int yolo_det_spec(model_cfg_t *m, double iou, double floor, perr_t *e)
             snprintf(m->det_spec, l, "%s,iou=%.10g,score_floor=%.10g", spec, iou, floor);
             m->det_input_coords = 1;
         }
+        /* a seg / pose head is judged by its masks / keypoints */
+        m->det_iou_type = o.yolo.head == YOLO_V8_SEG ? "segm" : o.yolo.head == YOLO_V8_POSE ? "keypoints" : NULL;
         free(spec);
     }
     if (rc) perr_prefix(e, "%s: ", m->path);

@@ -57,6 +57,7 @@ typedef struct model_cfg {
     int match_detections;       /* compare.match: detections (default with detection:) */
     char *det_spec;             /* compare --detection SPEC (names checked), or NULL */
     int det_input_coords;       /* det_spec decodes a YOLO head: boxes in input pixels */
+    const char *det_iou_type;   /* map-eval --iou-type: "segm" (yolov8-seg), "keypoints" (yolov8-pose) or NULL (bbox) */
     char *pre_post[PLAN_MAX]; int n_pre_post;  /* compare.pre_postprocess: tensors before TopK */
     struct expect { int variant, precision; char *reason; } expect[PLAN_MAX]; int n_expect;
     /* task: (task.c): what the model does and how task-eval judges it */
