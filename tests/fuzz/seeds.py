@@ -29,9 +29,9 @@ models = ["test_relu", "test_add_bcast", "test_conv_with_strides_padding", "test
 for m in models:
     put("onnx", m + ".onnx", open(f"{data}/{m}/model.onnx", "rb").read())
     put("onnx_subgraph", m + ".onnx", open(f"{data}/{m}/model.onnx", "rb").read())
+    put("pb", m + ".pb", open(f"{data}/{m}/test_data_set_0/input_0.pb", "rb").read())
 # an If whose branches read an outer-scope value (reduce's implicit inputs)
 put("onnx_subgraph", "test_if.onnx", open(f"{data}/test_if/model.onnx", "rb").read())
-    put("pb", m + ".pb", open(f"{data}/{m}/test_data_set_0/input_0.pb", "rb").read())
 for m in models[:2]:
     eng, lay = os.path.join(tmp, m + ".engine"), os.path.join(tmp, m + ".json")
     subprocess.run([f"{bindir}/build-engine", f"{data}/{m}/model.onnx", "-o", eng, "--layers-out", lay], check=True)

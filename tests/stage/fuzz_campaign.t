@@ -57,5 +57,8 @@ FUZZ_PROCS=0 tests/fuzz/run.sh "$tmp" 0 '' alpha 2>/dev/null; rc=$?
 ok $([ $rc = 2 ]; echo $?) "FUZZ_PROCS=0: exit 2"
 FUZZ_EXECS=lots tests/fuzz/run.sh "$tmp" 0 '' alpha 2>/dev/null; rc=$?
 ok $([ $rc = 2 ]; echo $?) "FUZZ_EXECS that is not a number: exit 2"
+# the seed writer is run by hand, rarely: a broken merge of it once went unnoticed
+"${PYTHON:-python3}" -c 'import ast, sys; ast.parse(open(sys.argv[1]).read())' tests/fuzz/seeds.py 2>/dev/null
+ok $? "tests/fuzz/seeds.py parses"
 echo "1..$n"
 [ $failed = 0 ]
