@@ -42,16 +42,6 @@ int q_check_8bit(op_ctx_t *c, int i)
     return 0;
 }
 
-void q_widen(const tensor_t *t, const tensor_t *zp, int64_t div, int64_t mod, int16_t *dst)
-{
-    int64_t n = tensor_numel(t);
-    int64_t nz = zp ? tensor_numel(zp) : 0;
-    for (int64_t i = 0; i < n; i++) {
-        int32_t z = nz ? q_load(zp, nz == 1 ? 0 : (i / div) % mod) : 0;
-        dst[i] = (int16_t)(q_load(t, i) - z);
-    }
-}
-
 /* ------------------------------------------------ Quantize / Dequantize */
 
 typedef struct {

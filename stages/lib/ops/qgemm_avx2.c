@@ -1,0 +1,65 @@
+/* qgemm_avx2.c — qgemm's kernel for AVX2 (see qgemm_impl.h), also used at
+ * AVX-512 on CPUs without VNNI: operands widened to 16 bits (A's uint8
+ * zero-extended, the panel's int8 sign-extended) and multiplied with
+ * vpmaddwd, whose two products per lane (each at most 255 x 128) and their
+ * sum are exact in int32; vpaddd then wraps as the portable kernel's uint32
+ * sums do. Never vpmaddubsw, which saturates its pair sums to int16.
+ *
+ * A tile is 2 rows x 16 columns at a time (8 ymm accumulators): each lane
+ * pair holds one column's sums of steps 4q, 4q+1 and 4q+2, 4q+3; the pair
+ * is added at the end. */
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#include "ops/qgemm_impl.h"
+
+#define KT __attribute__((target("avx2")))
+#define MR 2
+
+/* Row r's 4 steps of group q, widened to 4 words and broadcast to all four
+ * 64-bit lanes. */
+KT static inline __m256i a_words(const uint8_t *a, int64_t q)
+{
+    int32_t lane;
+    __builtin_memcpy(&lane, a + q * QG_KU, sizeof lane);
+    return _mm256_broadcastq_epi64(_mm_cvtepu8_epi16(_mm_cvtsi32_si128(lane)));
+}
+
+/* Columns [0, 8) of lanes pairs (c0 k01, c0 k23, c1 k01, ...) in x (cols 0-3) and y (cols 4-7). */
+KT static inline __m256i pair_sums(__m256i x, __m256i y)
+{
+    return _mm256_permute4x64_epi64(_mm256_hadd_epi32(x, y), 0xD8);
+}
+
+KT static inline __attribute__((always_inline)) void tile_cols16(int rows, int64_t kq, const uint8_t *a, int64_t lda,
+                                                                 const int8_t *bp, int32_t *c, int64_t ldc, int nr)
+{
+    __m256i acc[MR][4];
+    for (int r = 0; r < rows; r++)
+        for (int g = 0; g < 4; g++) acc[r][g] = _mm256_setzero_si256();
+    for (int64_t q = 0; q < kq; q++, bp += QG_NR * QG_KU) {
+        __m256i b[4];
+        for (int g = 0; g < 4; g++) b[g] = _mm256_cvtepi8_epi16(_mm_load_si128((const __m128i *)(bp + 16 * g)));
+        for (int r = 0; r < rows; r++) {
+            __m256i av = a_words(a + r * lda, q);
+            for (int g = 0; g < 4; g++) acc[r][g] = _mm256_add_epi32(acc[r][g], _mm256_madd_epi16(av, b[g]));
+        }
+    }
+    for (int r = 0; r < rows; r++) {
+        int32_t out[16];
+        _mm256_storeu_si256((__m256i *)out, pair_sums(acc[r][0], acc[r][1]));
+        _mm256_storeu_si256((__m256i *)(out + 8), pair_sums(acc[r][2], acc[r][3]));
+        for (int j = 0; j < nr && j < 16; j++) c[r * ldc + j] = out[j];
+    }
+}
+
+KT static void tile_avx2(int64_t kq, const uint8_t *a, int64_t lda, int mr, const int8_t *panel, int32_t *c,
+                         int64_t ldc, int nr)
+{
+    for (int j = 0; j < nr; j += 16) {
+        if (mr == 2) tile_cols16(2, kq, a, lda, panel + j * QG_KU, c + j, ldc, nr - j);
+        else tile_cols16(1, kq, a, lda, panel + j * QG_KU, c + j, ldc, nr - j);
+    }
+}
+
+const qgemm_arch_t qgemm_arch_avx2 = {"avx2", MR, tile_avx2};
+#endif

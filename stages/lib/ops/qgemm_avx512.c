@@ -1,0 +1,64 @@
+/* qgemm_avx512.c — qgemm's kernel for AVX-512 VNNI (see qgemm_impl.h): a
+ * tile of up to 6 rows x 64 columns in 24 zmm accumulators; each group of
+ * 4 steps of k broadcasts one 32-bit lane of packed A per row (4 uint8)
+ * against the panel's 4 zmm of int8 and adds with vpdpbusd, which sums the
+ * four exact uint8 x int8 products into each int32 lane without
+ * saturation (wrapping, as the portable kernel's uint32 sums). */
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#include "ops/qgemm_impl.h"
+
+#define KT __attribute__((target("avx512f,avx512bw,avx512vnni")))
+#define MR 6
+
+int qgemm_cpu_vnni(void)
+{
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512vnni");
+}
+
+/* rows is a constant at every call site (always_inline), so the row loops
+ * unroll and the accumulators stay in registers. */
+KT static inline __attribute__((always_inline)) void tile_rows(int rows, int64_t kq, const uint8_t *a, int64_t lda,
+                                                               const int8_t *panel, int32_t *c, int64_t ldc, int nr)
+{
+    __m512i acc[MR][4];
+    for (int r = 0; r < rows; r++)
+        for (int v = 0; v < 4; v++) acc[r][v] = _mm512_setzero_si512();
+    const int8_t *bp = panel;
+    for (int64_t q = 0; q < kq; q++, bp += QG_NR * QG_KU) {
+        __m512i b0 = _mm512_load_si512(bp), b1 = _mm512_load_si512(bp + 64);
+        __m512i b2 = _mm512_load_si512(bp + 128), b3 = _mm512_load_si512(bp + 192);
+        for (int r = 0; r < rows; r++) {
+            int32_t lane;
+            __builtin_memcpy(&lane, a + r * lda + q * QG_KU, sizeof lane);
+            __m512i av = _mm512_set1_epi32(lane);
+            acc[r][0] = _mm512_dpbusd_epi32(acc[r][0], av, b0);
+            acc[r][1] = _mm512_dpbusd_epi32(acc[r][1], av, b1);
+            acc[r][2] = _mm512_dpbusd_epi32(acc[r][2], av, b2);
+            acc[r][3] = _mm512_dpbusd_epi32(acc[r][3], av, b3);
+        }
+    }
+    for (int v = 0; v < 4; v++) {
+        int lo = nr - 16 * v;
+        __mmask16 mk = lo >= 16 ? (__mmask16)0xffff : lo <= 0 ? 0 : (__mmask16)((1u << lo) - 1);
+        for (int r = 0; r < rows; r++) _mm512_mask_storeu_epi32(c + r * ldc + 16 * v, mk, acc[r][v]);
+    }
+}
+
+KT static void tile_avx512(int64_t kq, const uint8_t *a, int64_t lda, int mr, const int8_t *panel, int32_t *c,
+                           int64_t ldc, int nr)
+{
+    switch (mr) {
+    case 6: tile_rows(6, kq, a, lda, panel, c, ldc, nr); break;
+    case 5: tile_rows(5, kq, a, lda, panel, c, ldc, nr); break;
+    case 4: tile_rows(4, kq, a, lda, panel, c, ldc, nr); break;
+    case 3: tile_rows(3, kq, a, lda, panel, c, ldc, nr); break;
+    case 2: tile_rows(2, kq, a, lda, panel, c, ldc, nr); break;
+    default: tile_rows(1, kq, a, lda, panel, c, ldc, nr); break;
+    }
+}
+
+const qgemm_arch_t qgemm_arch_avx512 = {"avx512-vnni", MR, tile_avx512};
+#endif
