@@ -18,33 +18,57 @@ int qgemm_cpu_vnni(void)
            __builtin_cpu_supports("avx512vnni");
 }
 
-/* rows is a constant at every call site (always_inline), so the row loops
- * unroll and the accumulators stay in registers. */
+/* acc += the four products of each 32-bit lane (vpdpbusd), in inline
+ * assembly: GCC 12's intrinsic copied every accumulator to a new register
+ * and to the stack at every step (its operand is not tied to the result). */
+#define DPBUSD(acc, av, b) __asm__("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(av), "v"(b))
+
+/* The tile in named accumulators c<row><vector> (an array of them stayed
+ * on the stack, stored and reloaded every step); rows is a constant at
+ * every call site (always_inline), so the rows past it vanish. */
+#define ROW_DECL(r) __m512i c##r##0 = _mm512_setzero_si512(), c##r##1 = c##r##0, c##r##2 = c##r##0, c##r##3 = c##r##0
+#define ROW_STEP(r)                                                   \
+    if (r < rows) {                                                   \
+        int32_t lane;                                                 \
+        __builtin_memcpy(&lane, a + r * lda + q * QG_KU, sizeof lane); \
+        __m512i av = _mm512_set1_epi32(lane);                         \
+        DPBUSD(c##r##0, av, b0);               \
+        DPBUSD(c##r##1, av, b1);               \
+        DPBUSD(c##r##2, av, b2);               \
+        DPBUSD(c##r##3, av, b3);               \
+    }
+#define ROW_STORE(r)                                              \
+    if (r < rows) {                                               \
+        _mm512_mask_storeu_epi32(c + r * ldc, m0, c##r##0);       \
+        _mm512_mask_storeu_epi32(c + r * ldc + 16, m1, c##r##1);  \
+        _mm512_mask_storeu_epi32(c + r * ldc + 32, m2, c##r##2);  \
+        _mm512_mask_storeu_epi32(c + r * ldc + 48, m3, c##r##3);  \
+    }
+
+/* Columns [16 v, 16 v + 16) that are below nr. */
+static inline __mmask16 cols_mask(int nr, int v)
+{
+    int lo = nr - 16 * v;
+    return lo >= 16 ? (__mmask16)0xffff : lo <= 0 ? 0 : (__mmask16)((1u << lo) - 1);
+}
+
 KT static inline __attribute__((always_inline)) void tile_rows(int rows, int64_t kq, const uint8_t *a, int64_t lda,
                                                                const int8_t *panel, int32_t *c, int64_t ldc, int nr)
 {
-    __m512i acc[MR][4];
-    for (int r = 0; r < rows; r++)
-        for (int v = 0; v < 4; v++) acc[r][v] = _mm512_setzero_si512();
+    ROW_DECL(0);
+    ROW_DECL(1);
+    ROW_DECL(2);
+    ROW_DECL(3);
+    ROW_DECL(4);
+    ROW_DECL(5);
     const int8_t *bp = panel;
     for (int64_t q = 0; q < kq; q++, bp += QG_NR * QG_KU) {
         __m512i b0 = _mm512_load_si512(bp), b1 = _mm512_load_si512(bp + 64);
         __m512i b2 = _mm512_load_si512(bp + 128), b3 = _mm512_load_si512(bp + 192);
-        for (int r = 0; r < rows; r++) {
-            int32_t lane;
-            __builtin_memcpy(&lane, a + r * lda + q * QG_KU, sizeof lane);
-            __m512i av = _mm512_set1_epi32(lane);
-            acc[r][0] = _mm512_dpbusd_epi32(acc[r][0], av, b0);
-            acc[r][1] = _mm512_dpbusd_epi32(acc[r][1], av, b1);
-            acc[r][2] = _mm512_dpbusd_epi32(acc[r][2], av, b2);
-            acc[r][3] = _mm512_dpbusd_epi32(acc[r][3], av, b3);
-        }
+        ROW_STEP(0) ROW_STEP(1) ROW_STEP(2) ROW_STEP(3) ROW_STEP(4) ROW_STEP(5)
     }
-    for (int v = 0; v < 4; v++) {
-        int lo = nr - 16 * v;
-        __mmask16 mk = lo >= 16 ? (__mmask16)0xffff : lo <= 0 ? 0 : (__mmask16)((1u << lo) - 1);
-        for (int r = 0; r < rows; r++) _mm512_mask_storeu_epi32(c + r * ldc + 16 * v, mk, acc[r][v]);
-    }
+    __mmask16 m0 = cols_mask(nr, 0), m1 = cols_mask(nr, 1), m2 = cols_mask(nr, 2), m3 = cols_mask(nr, 3);
+    ROW_STORE(0) ROW_STORE(1) ROW_STORE(2) ROW_STORE(3) ROW_STORE(4) ROW_STORE(5)
 }
 
 KT static void tile_avx512(int64_t kq, const uint8_t *a, int64_t lda, int mr, const int8_t *panel, int32_t *c,
