@@ -4,7 +4,11 @@
 # (int32 results): ConvInteger with strides, dilations, groups, asymmetric
 # pads, zero points per tensor and per output channel (numpy only there: ORT's
 # CPU ConvInteger refuses per-channel zero points), uint8 and int8 weights; MatMulInteger with batch
-# broadcasting; and a DynamicQuantizeLinear -> ConvInteger -> Cast -> Mul
+# broadcasting, every operand type pair (u8 x u8, u8 x s8, s8 x s8), zero
+# points per tensor, per row of A and per column of B, K odd, K not a
+# multiple of the vector width, M = 1, sums at the int32 limit and past it
+# (wrapping), each at every instruction set of this CPU (ops/qgemm.c's
+# kernels: the same bytes); and a DynamicQuantizeLinear -> ConvInteger -> Cast -> Mul
 # chain as onnxruntime's quantize_dynamic writes it (float32 output, agreeing
 # within float32 rounding of ORT's: the same integer sums, one scale product).
 # Thread count does not change a bit.
@@ -107,6 +111,117 @@ want = np.matmul(a.astype(np.int64) - 131, b.astype(np.int64) + 3).astype(np.int
 ok(p1 is not None and o is not None and np.array_equal(p1["y"], o["y"]) and np.array_equal(p1["y"], want)
    and np.array_equal(p1["y"], p2["y"]),
    "MatMulInteger with batch broadcasting: equal to onnxruntime and to numpy's int64 product", err)
+
+
+def cpu_levels():
+    """The instruction-set levels /proc/cpuinfo's flags allow (util/isa.h's rule)."""
+    flags = set()
+    for line in open("/proc/cpuinfo"):
+        if line.startswith("flags"):
+            flags = set(line.split(":", 1)[1].split())
+            break
+    return ["generic"] + (["avx2"] if {"avx2", "fma", "f16c"} <= flags else []) + \
+        (["avx512"] if {"avx2", "fma", "f16c", "avx512f"} <= flags else [])
+
+
+def at_each_isa(tag, model, inputs):
+    """Output y of infer --isa L --runs 2 for every level L of this CPU (the
+    qgemm kernels: avx512 runs VNNI where the CPU has it), and ONNX Runtime's."""
+    path = os.path.join(tmp, tag + ".onnx")
+    onnx.save(model, path)
+    d = os.path.join(tmp, tag + ".in")
+    write_set(d, inputs)
+    eng = os.path.join(tmp, tag + ".engine")
+    rc, _, err = run("build-engine", path, "-o", eng)
+    res = {}
+    for isa in cpu_levels():
+        out = os.path.join(tmp, "%s.%s" % (tag, isa))
+        # two runs: the second reads B packed by the first (the node cache)
+        rc2, _, err2 = run("infer", eng, "-i", d, "-o", out, "--isa", isa, "--runs", 2) if rc == 0 else (rc, "", "")
+        res[isa] = read_set(out)["y"] if rc2 == 0 else None
+        err += err2
+    out = os.path.join(tmp, tag + ".ort")
+    rc3, _, err3 = run_backend("onnxruntime", "run", "--model", path, "--input", d, "--output", out)
+    return res, (read_set(out)["y"] if rc3 == 0 else None), err + err3
+
+
+def mmi_model(a_shape, adt, b, azp, bzp, azp_input=False):
+    """MatMulInteger y = (a - azp) x (b - bzp): b and bzp initializers, azp an
+    initializer or (as DynamicQuantizeLinear gives it) an input."""
+    tp = {np.dtype(np.uint8): TensorProto.UINT8, np.dtype(np.int8): TensorProto.INT8}
+    ins = [helper.make_tensor_value_info("a", tp[np.dtype(adt)], list(a_shape))]
+    inits = [numpy_helper.from_array(b, "b")]
+    names = ["a", "b", "", ""]
+    if azp is not None:
+        names[2] = "azp"
+        if azp_input:
+            ins.append(helper.make_tensor_value_info("azp", tp[np.dtype(adt)], list(np.shape(azp))))
+        else:
+            inits.append(numpy_helper.from_array(np.asarray(azp, adt), "azp"))
+    if bzp is not None:
+        names[3] = "bzp"
+        inits.append(numpy_helper.from_array(np.asarray(bzp, b.dtype), "bzp"))
+    while names[-1] == "":
+        names.pop()
+    g = helper.make_graph([helper.make_node("MatMulInteger", names, ["y"])], "mmi", ins,
+                          [helper.make_tensor_value_info("y", TensorProto.INT32, None)], initializer=inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 7
+    return m
+
+
+def mmi_want(a, b, azp, bzp):
+    """The definition: int64 sums of the zero-point-subtracted products, reduced mod 2^32 to int32."""
+    za = np.zeros(1, np.int64) if azp is None else np.asarray(azp, np.int64).reshape(-1, 1)
+    zb = np.zeros(1, np.int64) if bzp is None else np.asarray(bzp, np.int64).reshape(1, -1)
+    s = np.matmul(a.astype(np.int64) - za, b.astype(np.int64) - zb)
+    return (s & 0xFFFFFFFF).astype(np.uint32).view(np.int32)
+
+
+def q8(shape, dt):
+    info = np.iinfo(dt)
+    return rng.integers(info.min, info.max + 1, shape).astype(dt)
+
+
+U8, S8 = np.uint8, np.int8
+# (name, M, K, N, A type, B type, A zero point form, B zero point form): forms
+# "none", "scalar", "row" (per row of A: numpy only, ORT's CPU MatMulInteger
+# takes a scalar), "col" (per column of B)
+qgemm_cases = [
+    ("u8 x s8, K odd", 37, 91, 70, U8, S8, "scalar", "none"),
+    ("u8 x u8, per-column B zero points", 20, 100, 130, U8, U8, "scalar", "col"),
+    ("s8 x s8, K not a multiple of 4 or 64", 13, 67, 65, S8, S8, "scalar", "col"),
+    ("u8 x s8, M = 1, N past one 64-column panel", 1, 768, 200, U8, S8, "scalar", "col"),
+    ("u8 x u8, M = 1, K = 1", 1, 1, 5, U8, U8, "scalar", "scalar"),
+    ("u8 x s8, per-row A zero points", 19, 45, 33, U8, S8, "row", "col"),
+    ("s8 x s8, per-row A zero points", 7, 130, 64, S8, S8, "row", "scalar"),
+    ("u8 x s8, 196 x 768 x 96 (transformer rows)", 196, 768, 96, U8, S8, "scalar", "none"),
+]
+for name, M, K, N, adt, bdt, af, bf in qgemm_cases:
+    a, b = q8((M, K), adt), q8((K, N), bdt)
+    azp = None if af == "none" else q8(M if af == "row" else (), adt)
+    bzp = None if bf == "none" else q8(N if bf == "col" else (), bdt)
+    res, o, err = at_each_isa("q%d" % len(os.listdir(tmp)), mmi_model(a.shape, adt, b, azp, bzp, azp_input=True),
+                              {"a": a, **({} if azp is None else {"azp": azp})})
+    want = mmi_want(a, b, azp, bzp)
+    ort_too = af != "row"
+    good = all(r is not None and r.dtype == np.int32 and np.array_equal(r, want) for r in res.values()) \
+        and (not ort_too or (o is not None and np.array_equal(o, want)))
+    ok(good, "MatMulInteger %s: at %s equal to numpy's int64 sums%s" % (name, ", ".join(res), " and onnxruntime"
+                                                                       if ort_too else ""), err if not good else "")
+
+# Sums at the int32 limit and past it: a = 255, b = 0 with zero point 255,
+# so every product is -65,025; K = 33,025 gives -2,147,450,625 (in range),
+# K = 33,100 wraps as the int32 accumulator does (ONNX: "the accumulation
+# may overflow if and only if in 32 bits"), as ORT's does
+for K in (33025, 33100):
+    a, b = np.full((2, K), 255, np.uint8), np.zeros((K, 3), np.uint8)
+    res, o, err = at_each_isa("lim%d" % K, mmi_model(a.shape, U8, b, None, np.array(255, np.uint8)), {"a": a})
+    want = mmi_want(a, b, None, 255)
+    good = all(r is not None and np.array_equal(r, want) for r in res.values()) and o is not None \
+        and np.array_equal(o, want) and want[0, 0] == np.int64(-65025 * K + (2 ** 32 if K > 33025 else 0))
+    ok(good, "MatMulInteger K = %d of -65,025 products: %d at %s, as numpy's int64 sum mod 2^32 and onnxruntime"
+       % (K, want[0, 0], ", ".join(res)), err if not good else "")
 
 # DynamicQuantizeLinear -> ConvInteger -> Cast -> Mul(scales), as quantize_dynamic writes it
 w = rng.standard_normal((8, 4, 3, 3)).astype(np.float32)
