@@ -20,14 +20,16 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 sys.path.insert(0, os.path.dirname(__file__))
-from tap import ok, done, run
+from tap import ok, done, run, cpu_levels
 from backend_lib import run_backend, read_set, write_set, tmpdir, ort_available
 
 tmp = tmpdir("engine-qint")
 rng = np.random.default_rng(21)
 
 
-def both(tag, model, inputs, threads=(1,)):
+def both(tag, model, inputs, variants=(("--threads", 1),)):
+    """infer's outputs (a tensor set, None where it failed) with each tuple
+    of extra arguments in variants, ONNX Runtime's, and the errors."""
     path = os.path.join(tmp, tag + ".onnx")
     onnx.save(model, path)
     d = os.path.join(tmp, tag + ".in")
@@ -35,14 +37,27 @@ def both(tag, model, inputs, threads=(1,)):
     eng = os.path.join(tmp, tag + ".engine")
     rc, _, err = run("build-engine", path, "-o", eng)
     res = []
-    for t in threads:
-        out = os.path.join(tmp, "%s.p%d" % (tag, t))
-        rc2, _, err2 = run("infer", eng, "-i", d, "-o", out, "--threads", t) if rc == 0 else (rc, "", err)
+    for i, extra in enumerate(variants):
+        out = os.path.join(tmp, "%s.p%d" % (tag, i))
+        rc2, _, err2 = run("infer", eng, "-i", d, "-o", out, *extra) if rc == 0 else (rc, "", err)
         res.append(read_set(out) if rc2 == 0 else None)
         err += err2
     out = os.path.join(tmp, tag + ".ort")
     rc3, _, err3 = run_backend("onnxruntime", "run", "--model", path, "--input", d, "--output", out)
     return res, (read_set(out) if rc3 == 0 else None), err + err3
+
+
+THREADS_1_2 = (("--threads", 1), ("--threads", 2))
+
+
+def at_each_isa(tag, model, inputs):
+    """Output y of infer --isa L --runs 2 (the second run reads B packed by
+    the first: the node cache) for every level L of this CPU (the qgemm
+    kernels: avx512 runs VNNI where the CPU has it), ONNX Runtime's, and
+    the errors."""
+    levels = cpu_levels()
+    res, o, err = both(tag, model, inputs, [("--isa", isa, "--runs", 2) for isa in levels])
+    return {isa: r["y"] if r else None for isa, r in zip(levels, res)}, o["y"] if o else None, err
 
 
 if not ort_available():
@@ -89,7 +104,7 @@ for name, attrs, cin, cout, group, wt, per_channel in cases:
                                        numpy_helper.from_array(wzp, "wzp")])
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
     m.ir_version = 7
-    (p1, p2), o, err = both("ci%d" % len(os.listdir(tmp)), m, {"x": x}, threads=(1, 2))
+    (p1, p2), o, err = both("ci%d" % len(os.listdir(tmp)), m, {"x": x}, THREADS_1_2)
     want = conv_int(x, w, xzp, wzp, **attrs)
     good = p1 is not None and p2 is not None and p1["y"].dtype == np.int32 and np.array_equal(p1["y"], want) \
         and np.array_equal(p1["y"], p2["y"]) and (per_channel or (o is not None and np.array_equal(p1["y"], o["y"])))
@@ -106,43 +121,11 @@ g = helper.make_graph([helper.make_node("MatMulInteger", ["a", "b", "azp", "bzp"
                                    numpy_helper.from_array(np.array(-3, np.int8), "bzp")])
 m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
 m.ir_version = 7
-(p1, p2), o, err = both("mmi", m, {"a": a}, threads=(1, 2))
+(p1, p2), o, err = both("mmi", m, {"a": a}, THREADS_1_2)
 want = np.matmul(a.astype(np.int64) - 131, b.astype(np.int64) + 3).astype(np.int32)
 ok(p1 is not None and o is not None and np.array_equal(p1["y"], o["y"]) and np.array_equal(p1["y"], want)
    and np.array_equal(p1["y"], p2["y"]),
    "MatMulInteger with batch broadcasting: equal to onnxruntime and to numpy's int64 product", err)
-
-
-def cpu_levels():
-    """The instruction-set levels /proc/cpuinfo's flags allow (util/isa.h's rule)."""
-    flags = set()
-    for line in open("/proc/cpuinfo"):
-        if line.startswith("flags"):
-            flags = set(line.split(":", 1)[1].split())
-            break
-    return ["generic"] + (["avx2"] if {"avx2", "fma", "f16c"} <= flags else []) + \
-        (["avx512"] if {"avx2", "fma", "f16c", "avx512f"} <= flags else [])
-
-
-def at_each_isa(tag, model, inputs):
-    """Output y of infer --isa L --runs 2 for every level L of this CPU (the
-    qgemm kernels: avx512 runs VNNI where the CPU has it), and ONNX Runtime's."""
-    path = os.path.join(tmp, tag + ".onnx")
-    onnx.save(model, path)
-    d = os.path.join(tmp, tag + ".in")
-    write_set(d, inputs)
-    eng = os.path.join(tmp, tag + ".engine")
-    rc, _, err = run("build-engine", path, "-o", eng)
-    res = {}
-    for isa in cpu_levels():
-        out = os.path.join(tmp, "%s.%s" % (tag, isa))
-        # two runs: the second reads B packed by the first (the node cache)
-        rc2, _, err2 = run("infer", eng, "-i", d, "-o", out, "--isa", isa, "--runs", 2) if rc == 0 else (rc, "", "")
-        res[isa] = read_set(out)["y"] if rc2 == 0 else None
-        err += err2
-    out = os.path.join(tmp, tag + ".ort")
-    rc3, _, err3 = run_backend("onnxruntime", "run", "--model", path, "--input", d, "--output", out)
-    return res, (read_set(out)["y"] if rc3 == 0 else None), err + err3
 
 
 def mmi_model(a_shape, adt, b, azp, bzp, azp_input=False):
