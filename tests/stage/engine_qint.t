@@ -86,31 +86,36 @@ def conv_int(x, w, xzp, wzp, strides=(1, 1), pads=(0, 0, 0, 0), dilations=(1, 1)
 
 
 cases = [
-    ("3x3 pads 1", dict(pads=[1, 1, 1, 1]), 8, 6, 1, np.uint8, False),
-    ("stride 2, asymmetric pads", dict(strides=[2, 2], pads=[0, 1, 2, 1]), 5, 7, 1, np.uint8, True),
-    ("dilation 2, group 2", dict(dilations=[2, 2], group=2, pads=[2, 2, 2, 2]), 6, 4, 2, np.int8, False),
-    ("depthwise, stride 3", dict(group=6, strides=[3, 1], pads=[1, 0, 1, 0]), 6, 6, 6, np.uint8, True),
+    ("3x3 pads 1", dict(pads=[1, 1, 1, 1]), 8, 6, 1, np.uint8, False, 3),
+    ("stride 2, asymmetric pads", dict(strides=[2, 2], pads=[0, 1, 2, 1]), 5, 7, 1, np.uint8, True, 3),
+    ("dilation 2, group 2", dict(dilations=[2, 2], group=2, pads=[2, 2, 2, 2]), 6, 4, 2, np.int8, False, 3),
+    ("depthwise, stride 3", dict(group=6, strides=[3, 1], pads=[1, 0, 1, 0]), 6, 6, 6, np.uint8, True, 3),
+    ("1x1 (the input is the column matrix)", dict(), 16, 8, 1, np.int8, False, 1),
+    ("1x1, stride 2", dict(strides=[2, 2]), 8, 5, 1, np.int8, True, 1),
 ]
-for name, attrs, cin, cout, group, wt, per_channel in cases:
+# 1 and 2 threads, then every instruction set of this CPU
+conv_variants = THREADS_1_2 + tuple(("--isa", isa) for isa in cpu_levels())
+for name, attrs, cin, cout, group, wt, per_channel, ks in cases:
     x = rng.integers(0, 256, (2, cin, 11, 13), dtype=np.uint8)
     info = np.iinfo(wt)
-    w = rng.integers(info.min, info.max + 1, (cout, cin // group, 3, 3)).astype(wt)
+    w = rng.integers(info.min, info.max + 1, (cout, cin // group, ks, ks)).astype(wt)
     xzp = np.array(rng.integers(0, 256), np.uint8)
     wzp = (rng.integers(info.min, info.max + 1, cout) if per_channel else np.array(rng.integers(info.min, 10))).astype(wt)
-    g = helper.make_graph([helper.make_node("ConvInteger", ["x", "w", "xzp", "wzp"], ["y"], kernel_shape=[3, 3], **attrs)],
+    g = helper.make_graph([helper.make_node("ConvInteger", ["x", "w", "xzp", "wzp"], ["y"], kernel_shape=[ks, ks],
+                                            **attrs)],
                           "ci", [helper.make_tensor_value_info("x", TensorProto.UINT8, list(x.shape))],
                           [helper.make_tensor_value_info("y", TensorProto.INT32, None)],
                           initializer=[numpy_helper.from_array(w, "w"), numpy_helper.from_array(xzp, "xzp"),
                                        numpy_helper.from_array(wzp, "wzp")])
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
     m.ir_version = 7
-    (p1, p2), o, err = both("ci%d" % len(os.listdir(tmp)), m, {"x": x}, THREADS_1_2)
+    res, o, err = both("ci%d" % len(os.listdir(tmp)), m, {"x": x}, conv_variants)
     want = conv_int(x, w, xzp, wzp, **attrs)
-    good = p1 is not None and p2 is not None and p1["y"].dtype == np.int32 and np.array_equal(p1["y"], want) \
-        and np.array_equal(p1["y"], p2["y"]) and (per_channel or (o is not None and np.array_equal(p1["y"], o["y"])))
-    ok(good, "ConvInteger %s (%s weights, zero point per %s): equal to numpy's int64 sums%s, 1 and 2 threads alike"
-       % (name, np.dtype(wt).name, "channel" if per_channel else "tensor", "" if per_channel else " and onnxruntime"),
-       err if not good else "")
+    good = all(r is not None and r["y"].dtype == np.int32 and np.array_equal(r["y"], want) for r in res) \
+        and (per_channel or (o is not None and np.array_equal(o["y"], want)))
+    ok(good, "ConvInteger %s (%s weights, zero point per %s): equal to numpy's int64 sums%s, 1 and 2 threads and %s "
+       "alike" % (name, np.dtype(wt).name, "channel" if per_channel else "tensor",
+                  "" if per_channel else " and onnxruntime", ", ".join(cpu_levels())), err if not good else "")
 
 a = rng.integers(0, 256, (2, 3, 5, 17), dtype=np.uint8)
 b = rng.integers(-128, 128, (3, 17, 9)).astype(np.int8)

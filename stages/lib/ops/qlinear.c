@@ -259,6 +259,28 @@ typedef struct qconv_job {
     int64_t blocks;                 /* column blocks per (image, group) */
 } qconv_job_t;
 
+/* dst[t] = row[(o + t) * s + off] for t < n, pad where that is outside
+ * [0, len): one run of output positions along the last dimension. */
+static void gather_run(uint8_t *dst, const uint8_t *row, int64_t len, int64_t o, int64_t n, int64_t s, int64_t off,
+                       uint8_t pad)
+{
+    if (s == 1) {   /* a copy between the padded ends */
+        int64_t i0 = o + off, lo = i0 < 0 ? -i0 : 0, hi = len - i0 < n ? len - i0 : n;
+        if (hi < lo) hi = lo;
+        memset(dst, pad, (size_t)lo);
+        memcpy(dst + lo, row + i0 + lo, (size_t)(hi - lo));
+        memset(dst + hi, pad, (size_t)(n - hi));
+        return;
+    }
+    for (int64_t t = 0; t < n; t++) {
+        int64_t i = (o + t) * s + off;
+        dst[t] = i >= 0 && i < len ? row[i] : pad;
+    }
+}
+
+/* The column matrix of output positions [p0, p0 + cw): row (ci, taps) holds
+ * the input byte each position reads there, gathered a run of positions
+ * along the last dimension at a time. */
 static void gather_cols(const qconv_t *p, const uint8_t *xg, uint8_t pad, int64_t p0, int64_t cw, uint8_t *col)
 {
     const nn_geom_t *g = &p->g;
@@ -269,19 +291,30 @@ static void gather_cols(const qconv_t *p, const uint8_t *xg, uint8_t pad, int64_
                 for (int64_t k2 = 0; k2 < g->k[2]; k2++, r++) {
                     uint8_t *dst = col + r * cw;
                     const uint8_t *xc = xg + ci * p->isz;
-                    int64_t o2 = p0 % g->out[2], o1 = p0 / g->out[2] % g->out[1], o0 = p0 / (g->out[2] * g->out[1]);
-                    for (int64_t q = 0; q < cw; q++) {
+                    for (int64_t q = 0, pos = p0; q < cw;) {
+                        int64_t o2 = pos % g->out[2], o1 = pos / g->out[2] % g->out[1];
+                        int64_t o0 = pos / (g->out[2] * g->out[1]);
+                        int64_t n = g->out[2] - o2 < cw - q ? g->out[2] - o2 : cw - q;
                         int64_t i0 = o0 * g->s[0] - g->pb[0] + k0 * g->d[0];
                         int64_t i1 = o1 * g->s[1] - g->pb[1] + k1 * g->d[1];
-                        int64_t i2 = o2 * g->s[2] - g->pb[2] + k2 * g->d[2];
-                        int in = i0 >= 0 && i0 < g->in[0] && i1 >= 0 && i1 < g->in[1] && i2 >= 0 && i2 < g->in[2];
-                        dst[q] = in ? xc[(i0 * g->in[1] + i1) * g->in[2] + i2] : pad;
-                        if (++o2 == g->out[2]) {
-                            o2 = 0;
-                            if (++o1 == g->out[1]) { o1 = 0; o0++; }
-                        }
+                        if (i0 >= 0 && i0 < g->in[0] && i1 >= 0 && i1 < g->in[1])
+                            gather_run(dst + q, xc + (i0 * g->in[1] + i1) * g->in[2], g->in[2], o2, n, g->s[2],
+                                       k2 * g->d[2] - g->pb[2], pad);
+                        else
+                            memset(dst + q, pad, (size_t)n);
+                        q += n;
+                        pos += n;
                     }
                 }
+}
+
+/* 1 where the column matrix is the input itself: a 1x1 window, stride 1,
+ * no padding (the output positions are the input's). */
+static int cols_are_input(const qconv_t *p)
+{
+    for (int i = 0; i < NN_SP; i++)
+        if (p->g.k[i] != 1 || p->g.s[i] != 1 || p->g.pb[i] || p->g.pe[i] || p->g.in[i] != p->g.out[i]) return 0;
+    return 1;
 }
 
 static void qconv_task(void *ctx, int64_t t)
@@ -290,12 +323,16 @@ static void qconv_task(void *ctx, int64_t t)
     const qconv_t *p = j->p;
     int64_t blk = t % j->blocks, bg = t / j->blocks, b = bg / p->group, gi = bg % p->group;
     int64_t p0 = blk * QCONV_COLS, cw = p->osz - p0 < QCONV_COLS ? p->osz - p0 : QCONV_COLS, kk = p->cg * p->kvol;
-    uint8_t *col = xmalloc((size_t)(kk * cw) + 1);
-    gather_cols(p, (const uint8_t *)j->x->data + (b * p->cin + gi * p->cg) * p->isz, j->xpad, p0, cw, col);
+    const uint8_t *xg = (const uint8_t *)j->x->data + (b * p->cin + gi * p->cg) * p->isz;
+    uint8_t *col = NULL;
+    if (!cols_are_input(p)) {
+        col = xmalloc((size_t)(kk * cw) + 1);
+        gather_cols(p, xg, j->xpad, p0, cw, col);
+    }
     int per_ch = j->nwzp > 1;
     qgemm_mat_t qa = {(const uint8_t *)j->w->data + gi * p->mg * kk, kk, j->w->dtype == DT_INT8,
                       j->wzp + (per_ch ? gi * p->mg : 0), per_ch ? p->mg : j->nwzp};
-    qgemm_mat_t qb = {col, cw, j->x->dtype == DT_INT8, j->xzp, j->nxzp};
+    qgemm_mat_t qb = {col ? col : xg + p0, col ? cw : p->isz, j->x->dtype == DT_INT8, j->xzp, j->nxzp};
     qgemm_serial(p->mg, cw, kk, &qa, &qb, j->acc + (b * p->m + gi * p->mg) * p->osz + p0, p->osz);
     free(col);
 }
