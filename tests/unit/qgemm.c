@@ -7,7 +7,9 @@
  * the int32 limits (the largest products 33,025 times: -2^31 + 33,023)
  * and past them (wrapping); at every instruction set the CPU has (the
  * same bytes: the sums are exact), at 1 and 3 threads, serial, and with B
- * kept packed in a cache slot across calls with changing zero points. */
+ * kept packed in a cache slot across calls with changing zero points; and
+ * DynamicQuantizeLinear's vectorised passes against the plain formulas. */
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -159,12 +161,47 @@ static void check_cache(void)
     free(b);
 }
 
+/* DynamicQuantizeLinear's passes against the formulas written out here
+ * (the range by plain compares, NaN skipped; rintf, add, clamp, NaN to
+ * 0), on every length to 40 (vector bodies and tails) with NaN, -0, ties
+ * at .5 (to even), and values past both ends of uint8. */
+static void check_dynquant(void)
+{
+    static const float special[] = {NAN, -0.0f, 0.5f, 1.5f, 2.5f, -0.5f, 1e9f, -1e9f, 254.5f, 255.5f, -300.0f};
+    float x[40];
+    uint8_t got[41], want[41];
+    int bad = 0;
+    for (int n = 0; n <= 40; n++)
+        for (int round = 0; round < 4; round++) {
+            for (int i = 0; i < n; i++)
+                x[i] = rnd() % 3 == 0 ? special[rnd() % 11] : (float)((int)(rnd() % 2000) - 700) * 0.37f;
+            float lo = 0.0f, hi = 0.0f, wl = 0.0f, wh = 0.0f;
+            q_range(x, n, &lo, &hi);
+            for (int i = 0; i < n; i++) {
+                if (x[i] < wl) wl = x[i];
+                if (x[i] > wh) wh = x[i];
+            }
+            float scale = round == 3 ? 1.0f : 0.7f + 0.3f * round, zp = (float)(rnd() % 256);
+            memset(got, 0xA5, sizeof got);
+            q_to_u8(x, n, scale, zp, got);
+            for (int i = 0; i < n; i++) {
+                float v = rintf(x[i] / scale) + zp;
+                want[i] = v != v ? 0 : v < 0.0f ? 0 : v > 255.0f ? 255 : (uint8_t)v;
+            }
+            bad += memcmp(&lo, &wl, sizeof lo) || memcmp(&hi, &wh, sizeof hi) || memcmp(got, want, (size_t)n) ||
+                   got[n] != 0xA5;
+        }
+    ok(!bad, "DynamicQuantizeLinear's range and uint8 pass: the plain formulas' bytes at every length to 40, "
+             "NaN, -0, ties and saturation included, nothing written past the end");
+}
+
 static void checks(void)
 {
     diag("qgemm kernels: %s", qgemm_kernel_name());
     check_all();
     check_limits();
     check_cache();
+    check_dynquant();
 }
 
 int main(void)

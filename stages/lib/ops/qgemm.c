@@ -40,6 +40,10 @@ static const qgemm_arch_t *qgemm_arch(void)
 
 const char *qgemm_kernel_name(void) { return qgemm_arch()->name; }
 
+void q_range(const float *x, int64_t n, float *lo, float *hi) { qgemm_arch()->range(x, n, lo, hi); }
+
+void q_to_u8(const float *x, int64_t n, float scale, float zp, uint8_t *y) { qgemm_arch()->to_u8(x, n, scale, zp, y); }
+
 /* B packed: its shape and type (what a kept copy is checked against), the
  * column sums of Bs and the panels, in one 64-byte aligned block (xmalloc_huge)
  * that free() releases. */

@@ -42,6 +42,15 @@ void qgemm(int64_t m, int64_t n, int64_t k, const qgemm_mat_t *a, const qgemm_ma
  * tasks of the pool), B packed per call. */
 void qgemm_serial(int64_t m, int64_t n, int64_t k, const qgemm_mat_t *a, const qgemm_mat_t *b, int32_t *c,
                   int64_t ldc);
+/* DynamicQuantizeLinear's passes (quant.c), vectorised with the kernels:
+ * the range of x[0, n) widened from *lo, *hi (each compare as
+ * `x < lo ? x : lo`, so NaN is skipped), and y = saturate(rint(x / scale) +
+ * zp) to uint8 with NaN to 0 (onnxruntime's formula). Exact operations
+ * only (min, max, one correctly rounded division, rint of it, an add of
+ * integers, a clamp), so every instruction set gives the same bytes. */
+void q_range(const float *x, int64_t n, float *lo, float *hi);
+void q_to_u8(const float *x, int64_t n, float scale, float zp, uint8_t *y);
+
 /* The instruction set qgemm's kernels use now: "avx512-vnni", "avx2" or
  * "generic" (AVX-512 without VNNI runs the AVX2 kernels). */
 const char *qgemm_kernel_name(void);

@@ -7,7 +7,8 @@
  *
  * A tile is 2 rows x 16 columns at a time (8 ymm accumulators): each lane
  * pair holds one column's sums of steps 4q, 4q+1 and 4q+2, 4q+3; the pair
- * is added at the end. */
+ * is added at the end. And DynamicQuantizeLinear's passes, 8 floats at a
+ * time. */
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 #include "ops/qgemm_impl.h"
@@ -61,5 +62,38 @@ KT static void tile_avx2(int64_t kq, const uint8_t *a, int64_t lda, int mr, cons
     }
 }
 
-const qgemm_arch_t qgemm_arch_avx2 = {"avx2", MR, tile_avx2};
+/* As range_avx512 (qgemm_avx512.c), 8 floats at a time, the tail in C. */
+KT static void range_avx2(const float *x, int64_t n, float *lo, float *hi)
+{
+    __m256 l = _mm256_set1_ps(*lo), h = _mm256_set1_ps(*hi);
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 v = _mm256_loadu_ps(x + i);
+        l = _mm256_min_ps(v, l);
+        h = _mm256_max_ps(v, h);
+    }
+    float ls[8], hs[8];
+    _mm256_storeu_ps(ls, l);
+    _mm256_storeu_ps(hs, h);
+    q_range_generic(ls, 8, lo, hi);
+    q_range_generic(hs, 8, lo, hi);
+    q_range_generic(x + i, n - i, lo, hi);
+}
+
+KT static void to_u8_avx2(const float *x, int64_t n, float scale, float zp, uint8_t *y)
+{
+    __m256 s = _mm256_set1_ps(scale), z = _mm256_set1_ps(zp), zero = _mm256_setzero_ps(), top = _mm256_set1_ps(255.0f);
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 v = _mm256_div_ps(_mm256_loadu_ps(x + i), s);
+        v = _mm256_add_ps(_mm256_round_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), z);
+        v = _mm256_min_ps(_mm256_max_ps(v, zero), top);   /* max first: NaN to 0 */
+        __m256i w = _mm256_cvttps_epi32(v);
+        __m128i h = _mm_packus_epi32(_mm256_castsi256_si128(w), _mm256_extracti128_si256(w, 1));
+        _mm_storel_epi64((__m128i *)(y + i), _mm_packus_epi16(h, h));
+    }
+    q_to_u8_generic(x + i, n - i, scale, zp, y + i);
+}
+
+const qgemm_arch_t qgemm_arch_avx2 = {"avx2", MR, tile_avx2, range_avx2, to_u8_avx2};
 #endif

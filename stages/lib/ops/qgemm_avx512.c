@@ -3,7 +3,8 @@
  * 4 steps of k broadcasts one 32-bit lane of packed A per row (4 uint8)
  * against the panel's 4 zmm of int8 and adds with vpdpbusd, which sums the
  * four exact uint8 x int8 products into each int32 lane without
- * saturation (wrapping, as the portable kernel's uint32 sums). */
+ * saturation (wrapping, as the portable kernel's uint32 sums); and
+ * DynamicQuantizeLinear's passes on 16 floats at a time. */
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 #include "ops/qgemm_impl.h"
@@ -84,5 +85,36 @@ KT static void tile_avx512(int64_t kq, const uint8_t *a, int64_t lda, int mr, co
     }
 }
 
-const qgemm_arch_t qgemm_arch_avx512 = {"avx512-vnni", MR, tile_avx512};
+/* The generic pass's compares lane by lane (vminps/vmaxps return the
+ * second operand unless the first is below / above it: NaN skipped); the
+ * tail's lanes load as 0, inside the range already. */
+KT static void range_avx512(const float *x, int64_t n, float *lo, float *hi)
+{
+    __m512 l = _mm512_set1_ps(*lo), h = _mm512_set1_ps(*hi);
+    for (int64_t i = 0; i < n; i += 16) {
+        __mmask16 mk = n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1);
+        __m512 v = _mm512_maskz_loadu_ps(mk, x + i);
+        l = _mm512_min_ps(v, l);
+        h = _mm512_max_ps(v, h);
+    }
+    float ls[16], hs[16];
+    _mm512_storeu_ps(ls, l);
+    _mm512_storeu_ps(hs, h);
+    q_range_generic(ls, 16, lo, hi);
+    q_range_generic(hs, 16, lo, hi);
+}
+
+KT static void to_u8_avx512(const float *x, int64_t n, float scale, float zp, uint8_t *y)
+{
+    __m512 s = _mm512_set1_ps(scale), z = _mm512_set1_ps(zp), zero = _mm512_setzero_ps(), top = _mm512_set1_ps(255.0f);
+    for (int64_t i = 0; i < n; i += 16) {
+        __mmask16 mk = n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1);
+        __m512 v = _mm512_div_ps(_mm512_maskz_loadu_ps(mk, x + i), s);
+        v = _mm512_add_ps(_mm512_roundscale_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), z);
+        v = _mm512_min_ps(_mm512_max_ps(v, zero), top);   /* max first: NaN to 0 */
+        _mm512_mask_cvtepi32_storeu_epi8(y + i, mk, _mm512_cvttps_epi32(v));
+    }
+}
+
+const qgemm_arch_t qgemm_arch_avx512 = {"avx512-vnni", MR, tile_avx512, range_avx512, to_u8_avx512};
 #endif

@@ -1,6 +1,7 @@
 /* qgemm_impl.h — what qgemm.c's driver needs from each instruction set's
  * kernel (qgemm_avx512.c, qgemm_avx2.c, qgemm_generic.c), and the packed
- * layouts they read.
+ * layouts they read; and DynamicQuantizeLinear's two passes, which feed
+ * it.
  *
  * The driver turns every operand pair into uint8 x int8 (vpdpbusd's
  * operand types) by flipping the top bit: an int8 A becomes A + 128, a
@@ -28,9 +29,15 @@ typedef struct qgemm_arch {
      * one panel, over kq groups of QG_KU steps, into C's columns [0, nr). */
     void (*tile)(int64_t kq, const uint8_t *a, int64_t lda, int mr, const int8_t *panel, int32_t *c, int64_t ldc,
                  int nr);
+    /* DynamicQuantizeLinear's passes (qgemm.h: q_range, q_to_u8). */
+    void (*range)(const float *x, int64_t n, float *lo, float *hi);
+    void (*to_u8)(const float *x, int64_t n, float scale, float zp, uint8_t *y);
 } qgemm_arch_t;
 
 extern const qgemm_arch_t qgemm_arch_generic;
+/* The portable passes, for the vector ones' tails. */
+void q_range_generic(const float *x, int64_t n, float *lo, float *hi);
+void q_to_u8_generic(const float *x, int64_t n, float scale, float zp, uint8_t *y);
 #if defined(__x86_64__) && defined(__GNUC__)
 extern const qgemm_arch_t qgemm_arch_avx2, qgemm_arch_avx512;
 /* 1 where the CPU has AVX-512 VNNI (and BW) for qgemm_arch_avx512. */
