@@ -31,26 +31,35 @@ KT static inline __m256i pair_sums(__m256i x, __m256i y)
     return _mm256_permute4x64_epi64(_mm256_hadd_epi32(x, y), 0xD8);
 }
 
+/* Named accumulators c<row><group> (an array of them stayed in memory,
+ * loaded and stored every step); rows is a constant at each call site. */
+#define ROW_STEP(r)                                                  \
+    if (r < rows) {                                                  \
+        __m256i av = a_words(a + r * lda, q);                        \
+        c##r##0 = _mm256_add_epi32(c##r##0, _mm256_madd_epi16(av, b0)); \
+        c##r##1 = _mm256_add_epi32(c##r##1, _mm256_madd_epi16(av, b1)); \
+        c##r##2 = _mm256_add_epi32(c##r##2, _mm256_madd_epi16(av, b2)); \
+        c##r##3 = _mm256_add_epi32(c##r##3, _mm256_madd_epi16(av, b3)); \
+    }
+#define ROW_STORE(r)                                                              \
+    if (r < rows) {                                                               \
+        int32_t out[16];                                                          \
+        _mm256_storeu_si256((__m256i *)out, pair_sums(c##r##0, c##r##1));         \
+        _mm256_storeu_si256((__m256i *)(out + 8), pair_sums(c##r##2, c##r##3));   \
+        for (int j = 0; j < nr && j < 16; j++) c[r * ldc + j] = out[j];           \
+    }
+#define B_WORDS(g) _mm256_cvtepi8_epi16(_mm_load_si128((const __m128i *)(bp + 16 * (g))))
+
 KT static inline __attribute__((always_inline)) void tile_cols16(int rows, int64_t kq, const uint8_t *a, int64_t lda,
                                                                  const int8_t *bp, int32_t *c, int64_t ldc, int nr)
 {
-    __m256i acc[MR][4];
-    for (int r = 0; r < rows; r++)
-        for (int g = 0; g < 4; g++) acc[r][g] = _mm256_setzero_si256();
+    __m256i c00 = _mm256_setzero_si256(), c01 = c00, c02 = c00, c03 = c00;
+    __m256i c10 = c00, c11 = c00, c12 = c00, c13 = c00;
     for (int64_t q = 0; q < kq; q++, bp += QG_NR * QG_KU) {
-        __m256i b[4];
-        for (int g = 0; g < 4; g++) b[g] = _mm256_cvtepi8_epi16(_mm_load_si128((const __m128i *)(bp + 16 * g)));
-        for (int r = 0; r < rows; r++) {
-            __m256i av = a_words(a + r * lda, q);
-            for (int g = 0; g < 4; g++) acc[r][g] = _mm256_add_epi32(acc[r][g], _mm256_madd_epi16(av, b[g]));
-        }
+        __m256i b0 = B_WORDS(0), b1 = B_WORDS(1), b2 = B_WORDS(2), b3 = B_WORDS(3);
+        ROW_STEP(0) ROW_STEP(1)
     }
-    for (int r = 0; r < rows; r++) {
-        int32_t out[16];
-        _mm256_storeu_si256((__m256i *)out, pair_sums(acc[r][0], acc[r][1]));
-        _mm256_storeu_si256((__m256i *)(out + 8), pair_sums(acc[r][2], acc[r][3]));
-        for (int j = 0; j < nr && j < 16; j++) c[r * ldc + j] = out[j];
-    }
+    ROW_STORE(0) ROW_STORE(1)
 }
 
 KT static void tile_avx2(int64_t kq, const uint8_t *a, int64_t lda, int mr, const int8_t *panel, int32_t *c,
