@@ -198,6 +198,16 @@ for name, M, K, N, adt, bdt, af, bf in qgemm_cases:
     ok(good, "MatMulInteger %s: at %s equal to numpy's int64 sums%s" % (name, ", ".join(res), " and onnxruntime"
                                                                        if ort_too else ""), err if not good else "")
 
+# Batches of A against one B (one taller product in qgemm), a zero point
+# per row of each matrix of A (repeated over the batches)
+a, b = q8((3, 4, 25), U8), q8((25, 70), S8)
+azp, bzp = q8(4, U8), q8(70, S8)
+res, o, err = at_each_isa("batchrows", mmi_model(a.shape, U8, b, azp, bzp, azp_input=True), {"a": a, "azp": azp})
+want = mmi_want(a, b, azp, bzp)
+good = all(r is not None and np.array_equal(r, want) for r in res.values())
+ok(good, "MatMulInteger 3 batches of 4x25 against one 25x70 B, per-row A and per-column B zero points: at %s "
+   "equal to numpy's int64 sums" % ", ".join(res), err if not good else "")
+
 # Sums at the int32 limit and past it: a = 255, b = 0 with zero point 255,
 # so every product is -65,025; K = 33,025 gives -2,147,450,625 (in range),
 # K = 33,100 wraps as the int32 accumulator does (ONNX: "the accumulation
