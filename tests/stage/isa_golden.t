@@ -15,7 +15,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(__file__))
-from tap import ok, done, run, one_line_error
+from tap import ok, done, run, one_line_error, cpu_levels
 
 root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 models = os.path.join(root, "build", "models")
@@ -23,21 +23,6 @@ shapes = os.path.join(root, "build", "datasets", "shapes-val-200")
 precisions = ["fp32", "tf32", "fp16", "bf16", "mixed"]
 tmp = tempfile.mkdtemp(prefix="parity-isa-")
 full = os.environ.get("PARITY_GOLDEN_FULL") == "1"
-
-
-def cpu_levels():
-    """The levels /proc/cpuinfo's flags allow, best first."""
-    flags = set()
-    for line in open("/proc/cpuinfo"):
-        if line.startswith("flags"):
-            flags = set(line.split(":", 1)[1].split())
-            break
-    levels = ["generic"]
-    if {"avx2", "fma", "f16c"} <= flags:
-        levels.insert(0, "avx2")
-        if "avx512f" in flags:
-            levels.insert(0, "avx512")
-    return levels
 
 
 def same_tree(a, b):

@@ -48,3 +48,19 @@ def one_line_error(rc, err, *needles):
     """A bad input must exit 2 with one line on stderr naming what is wrong."""
     lines = [l for l in err.splitlines() if l.strip()]
     return rc == 2 and len(lines) == 1 and all(n in lines[0] for n in needles)
+
+
+def cpu_levels():
+    """The instruction-set levels /proc/cpuinfo's flags allow (util/isa.h's
+    rule), best first."""
+    flags = set()
+    for line in open("/proc/cpuinfo"):
+        if line.startswith("flags"):
+            flags = set(line.split(":", 1)[1].split())
+            break
+    levels = ["generic"]
+    if {"avx2", "fma", "f16c"} <= flags:
+        levels.insert(0, "avx2")
+        if "avx512f" in flags:
+            levels.insert(0, "avx512")
+    return levels

@@ -124,13 +124,15 @@ static void dump_put(tensor_set_t *out, const char *name, const tensor_t *t)
 
 /* Node i's slot of the memory kept across runs: for the top-level graph
  * the opts were first run with, and a node whose inputs past the first are
- * all constants (what a kernel keeps there depends on those alone). */
+ * all constants (what a kernel keeps there depends on those alone; input
+ * 2 may vary for ops marked cache_in1). */
 static void **node_cache(const graph_t *g, int i, const exec_opts_t *o, const char *path)
 {
     if (path || !o || !o->node_cache || o->cache_graph != g) return NULL;
     const node_t *n = &g->nodes[i];
     for (int k = 1; k < n->n_in; k++)
-        if (n->in[k] >= 0 && g->vals[n->in[k]].kind != VAL_CONST) return NULL;
+        if (n->in[k] >= 0 && g->vals[n->in[k]].kind != VAL_CONST && !(k == 2 && n->op && n->op->cache_in1))
+            return NULL;
     return &o->node_cache[i];
 }
 

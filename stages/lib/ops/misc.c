@@ -10,7 +10,7 @@ const op_def_t ops_misc[] = {
     {"", "DynamicQuantizeLinear", 11, 0, dynquant_shape, dynquant_run},
     {"", "GRU", 7, 0, rnn_shape, rnn_run},
     {"", "LSTM", 7, 0, rnn_shape, rnn_run},
-    {"", "MatMulInteger", 10, 0, matmulint_shape, matmulint_run},
+    {"", "MatMulInteger", 10, 0, matmulint_shape, matmulint_run, .cache_in1 = 1},
     {"", "NonMaxSuppression", 10, 0, nms_shape, nms_run},
     {"", "QLinearConv", 10, 0, qlinearconv_shape, qlinearconv_run},
     {"", "QLinearMatMul", 10, 0, qlinearmatmul_shape, qlinearmatmul_run},

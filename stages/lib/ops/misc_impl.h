@@ -15,8 +15,6 @@ int32_t q_load(const tensor_t *t, int64_t i);
 void q_store(tensor_t *t, int64_t i, int32_t v);
 /* Fails unless input i (when present) is int8 or uint8. */
 int q_check_8bit(op_ctx_t *c, int i);
-/* dst[i] = t[i] - zp[(i / div) % mod] (zp scalar or absent: one value). */
-void q_widen(const tensor_t *t, const tensor_t *zp, int64_t div, int64_t mod, int16_t *dst);
 
 int nms_shape(op_ctx_t *c);
 int nms_run(op_ctx_t *c);

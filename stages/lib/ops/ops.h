@@ -71,6 +71,11 @@ typedef struct op_def {
      * memory plan then gives the output the bytes of such an input that no
      * later node reads (graph/passes.c). */
     unsigned inplace : 1;
+    /* The kernel keeps in op_ctx_t's cache only what depends on input 1
+     * (MatMulInteger's B, packed): it gets the cache where
+     * input 2 (A's zero point, computed per run by DynamicQuantizeLinear)
+     * is not constant. */
+    unsigned cache_in1 : 1;
 } op_def_t;
 
 /* Finds the row for an op at an opset; NULL if unsupported. If *nearest is

@@ -2,20 +2,19 @@
  * (opset 10, int32 results) and their requantizing forms QLinearMatMul and
  * QLinearConv (opset 10, int8/uint8 results).
  *
- * Operands are widened once to int16 with their zero points subtracted
- * (|x - zp| <= 255), products accumulate in int64 and wrap to int32 as the
- * spec's int32 accumulator does. Requantization follows onnxruntime:
+ * The sums are qgemm's (qgemm.h): exact integer arithmetic modulo 2^32,
+ * the spec's int32 accumulator, so every CPU and thread count gives the
+ * same bytes. Requantization follows onnxruntime:
  * saturate(rint(float(acc) * (scale_a * scale_b / scale_y)) + zp_y) in
  * float32. Zero points and scales may be per tensor, per row of A / column
  * of B, or per output channel of W, as the spec allows.
  */
-#include <cblas.h>
-#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include "ops/misc_impl.h"
 #include "ops/nn_impl.h"
+#include "ops/qgemm.h"
 #include "util/pool.h"
 
 /* ------------------------------------------------------------- matmul */
@@ -81,64 +80,55 @@ static int check_per(op_ctx_t *c, int i, int64_t per, const char *what)
     return 0;
 }
 
-/* acc = (A - zp_a) x (B - zp_b) over every batch, wrapped to int32. */
-/* The product as float64 GEMMs (OpenBLAS, a task per batch and block of
- * QMM_ROWS rows of A): operands are integers of magnitude at most 255 (zero
- * points subtracted), so every partial sum is an integer far below 2^53,
- * exact in any order on every CPU; wrapped to int32 as the spec's
- * accumulator. */
-#define QMM_ROWS 64
-typedef struct qmm_job { const qmm_t *p; const int16_t *a16; const double *bd; int32_t *acc; int64_t blocks; } qmm_job_t;
-
-static void qmm_task(void *ctx, int64_t t)
+/* A zero point's values as int32 (nzp of them: 0 where absent). */
+static int32_t *zp_ints(const tensor_t *zp, int64_t *nzp)
 {
-    const qmm_job_t *j = ctx;
-    const qmm_t *p = j->p;
-    int64_t bi = t / j->blocks, r0 = t % j->blocks * QMM_ROWS, oa = 0, ob = 0, rem = bi;
-    int64_t rows = p->m - r0 < QMM_ROWS ? p->m - r0 : QMM_ROWS;
-    for (int d = p->nb - 1; d >= 0; d--) {
-        int64_t idx = rem % p->bd[d];
-        rem /= p->bd[d];
-        oa += idx * p->as[d];
-        ob += idx * p->bs[d];
-    }
-    double *ad = xmalloc((size_t)(rows * p->k + rows * p->n + 1) * sizeof *ad), *out = ad + rows * p->k;
-    const int16_t *av = j->a16 + oa + r0 * p->k;
-    for (int64_t i = 0; i < rows * p->k; i++) ad[i] = av[i];
-    if (p->k > 0)
-        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)rows, (int)p->n, (int)p->k, 1.0, ad, (int)p->k,
-                    j->bd + ob, (int)p->n, 0.0, out, (int)p->n);
-    else
-        memset(out, 0, (size_t)(rows * p->n) * sizeof *out);
-    int32_t *dst = j->acc + (bi * p->m + r0) * p->n;
-    for (int64_t i = 0; i < rows * p->n; i++) dst[i] = (int32_t)(uint32_t)(uint64_t)(int64_t)out[i];
-    free(ad);
+    *nzp = zp ? tensor_numel(zp) : 0;
+    int32_t *v = xmalloc((size_t)(*nzp + 1) * sizeof *v);
+    for (int64_t i = 0; i < *nzp; i++) v[i] = q_load(zp, i);
+    return v;
 }
 
+/* acc = (A - zp_a) x (B - zp_b) over every batch, wrapped to int32, on
+ * qgemm (exact: qgemm.h). Where B has no batch of its own (a MatMul's
+ * weights), every batch of A is one taller matrix, and B is packed once
+ * and kept in cache (op_ctx_t's, or NULL) across runs. */
 static void qmm_accumulate(const qmm_t *p, const tensor_t *a, const tensor_t *azp, const tensor_t *b,
-                           const tensor_t *bzp, int32_t *acc)
+                           const tensor_t *bzp, int32_t *acc, void **cache)
 {
-    int64_t na = tensor_numel(a), nbv = tensor_numel(b);
-    int16_t *a16 = xmalloc((size_t)na * sizeof *a16 + 2);
-    int16_t *b16 = xmalloc((size_t)nbv * sizeof *b16 + 2);
-    double *bd = xmalloc((size_t)(nbv + 1) * sizeof *bd);
-    q_widen(a, azp, p->k, p->m, a16);
-    q_widen(b, bzp, 1, p->n, b16);
-    for (int64_t i = 0; i < nbv; i++) bd[i] = b16[i];
-    qmm_job_t j = {p, a16, bd, acc, (p->m + QMM_ROWS - 1) / QMM_ROWS};
-    if (p->m > 0 && p->n > 0) pool_for(p->nbatch * j.blocks, qmm_task, &j);
-    free(a16);
-    free(b16);
-    free(bd);
-}
-
-/* BLAS takes int sizes. */
-static int qmm_check_size(op_ctx_t *c, const qmm_t *p)
-{
-    if (p->k >= INT_MAX / QMM_ROWS || p->n >= INT_MAX / QMM_ROWS)
-        return op_fail(c, "inner dimension %lld or %lld columns: too large for the GEMM", (long long)p->k,
-                       (long long)p->n);
-    return 0;
+    int64_t nza, nzb;
+    int32_t *za = zp_ints(azp, &nza), *zb = zp_ints(bzp, &nzb);
+    qgemm_mat_t qa = {a->data, p->k, a->dtype == DT_INT8, za, nza};
+    qgemm_mat_t qb = {b->data, p->n, b->dtype == DT_INT8, zb, nzb};
+    int shared_b = 1;
+    for (int d = 0; d < p->nb; d++) shared_b &= p->bs[d] == 0;
+    if (shared_b) {
+        /* A's batches are consecutive rows; a zero point per row repeats per batch */
+        int32_t *rows = NULL;
+        if (nza > 1) {
+            rows = xmalloc((size_t)(p->nbatch * p->m) * sizeof *rows + 4);
+            for (int64_t i = 0; i < p->nbatch * p->m; i++) rows[i] = za[i % p->m];
+            qa.zp = rows;
+            qa.nzp = p->nbatch * p->m;
+        }
+        qgemm(p->nbatch * p->m, p->n, p->k, &qa, &qb, acc, p->n, cache);
+        free(rows);
+    } else {
+        for (int64_t bi = 0; bi < p->nbatch; bi++) {
+            int64_t oa = 0, ob = 0, rem = bi;
+            for (int d = p->nb - 1; d >= 0; d--) {
+                int64_t idx = rem % p->bd[d];
+                rem /= p->bd[d];
+                oa += idx * p->as[d];
+                ob += idx * p->bs[d];
+            }
+            qa.p = (const uint8_t *)a->data + oa;
+            qb.p = (const uint8_t *)b->data + ob;
+            qgemm(p->m, p->n, p->k, &qa, &qb, acc + bi * p->m * p->n, p->n, NULL);
+        }
+    }
+    free(za);
+    free(zb);
 }
 
 int matmulint_shape(op_ctx_t *c)
@@ -151,7 +141,7 @@ int matmulint_shape(op_ctx_t *c)
         return op_fail(c, "a_zero_point's type differs from A's");
     if (c->n_in > 3 && c->in[3] && c->in[3]->dtype != c->in[1]->dtype)
         return op_fail(c, "b_zero_point's type differs from B's");
-    if (qmm_plan(c, c->in[0], c->in[1], &p) || qmm_check_size(c, &p)) return -1;
+    if (qmm_plan(c, c->in[0], c->in[1], &p)) return -1;
     if (check_per(c, 2, p.m, "row of A") || check_per(c, 3, p.n, "column of B")) return -1;
     return qmm_set_out(c, &p, DT_INT32);
 }
@@ -159,9 +149,9 @@ int matmulint_shape(op_ctx_t *c)
 int matmulint_run(op_ctx_t *c)
 {
     qmm_t p;
-    if (qmm_plan(c, c->in[0], c->in[1], &p) || qmm_check_size(c, &p)) return -1;
+    if (qmm_plan(c, c->in[0], c->in[1], &p)) return -1;
     qmm_accumulate(&p, c->in[0], c->n_in > 2 ? c->in[2] : NULL, c->in[1], c->n_in > 3 ? c->in[3] : NULL,
-                   c->out[0]->data);
+                   c->out[0]->data, c->cache);
     return 0;
 }
 
@@ -177,7 +167,7 @@ int qlinearmatmul_shape(op_ctx_t *c)
         return op_fail(c, "scales must be float32");
     if (c->in[2]->dtype != c->in[0]->dtype || c->in[5]->dtype != c->in[3]->dtype)
         return op_fail(c, "zero point types differ from their inputs'");
-    if (qmm_plan(c, c->in[0], c->in[3], &p) || qmm_check_size(c, &p)) return -1;
+    if (qmm_plan(c, c->in[0], c->in[3], &p)) return -1;
     if (check_per(c, 1, p.m, "row of A") || check_per(c, 2, p.m, "row of A") ||
         check_per(c, 4, p.n, "column of B") || check_per(c, 5, p.n, "column of B") ||
         check_per(c, 6, 1, "tensor") || check_per(c, 7, 1, "tensor"))
@@ -188,11 +178,11 @@ int qlinearmatmul_shape(op_ctx_t *c)
 int qlinearmatmul_run(op_ctx_t *c)
 {
     qmm_t p;
-    if (qmm_plan(c, c->in[0], c->in[3], &p) || qmm_check_size(c, &p)) return -1;
+    if (qmm_plan(c, c->in[0], c->in[3], &p)) return -1;
     tensor_t *y = c->out[0];
     int64_t total = tensor_numel(y);
     int32_t *acc = xmalloc((size_t)total * sizeof *acc + 4);
-    qmm_accumulate(&p, c->in[0], c->in[2], c->in[3], c->in[5], acc);
+    qmm_accumulate(&p, c->in[0], c->in[2], c->in[3], c->in[5], acc, c->cache);
     const float *sa = c->in[1]->data, *sb = c->in[4]->data;
     int per_a = tensor_numel(c->in[1]) > 1, per_b = tensor_numel(c->in[4]) > 1;
     float sy = *(const float *)c->in[6]->data;
@@ -252,24 +242,46 @@ static int qconv_set_out(op_ctx_t *c, const qconv_t *p, dtype_t dt)
     return op_set_out(c, 0, dt, 2 + p->g.nsp, dims);
 }
 
-/* The convolution as GEMMs; acc is [N, M, out spatial]. Columns of output
- * positions gathered (im2col) as doubles and multiplied by the weights in
- * float64 (OpenBLAS, one thread per task). Every operand is an integer of
- * magnitude at most 255 (zero point subtracted), every product at most 65,025, so each partial sum is an integer far below 2^53:
- * float64 holds it exactly in any order of summation, and the result is the
- * exact sum on every CPU, wrapped to int32 as the spec's accumulator. Output
- * positions go in blocks of QCONV_COLS, so the gathered columns stay small
- * whatever the image size. */
+/* The convolution as GEMMs on qgemm (exact: qgemm.h); acc is [N, M, out
+ * spatial]. Each task gathers a block of QCONV_COLS output positions' input
+ * bytes (im2col, raw: outside the image the zero point, which is 0 once
+ * subtracted, as ONNX pads) and multiplies a group's weights by them in
+ * its own thread; the blocks keep the gathered columns small whatever the
+ * image size. */
 #define QCONV_COLS 1024
-typedef struct qgemm_job {
+typedef struct qconv_job {
     const qconv_t *p;
-    const int16_t *x16;
-    const double *wd;
+    const tensor_t *x, *w;
+    uint8_t xpad;                   /* x's zero point's byte */
+    const int32_t *xzp, *wzp;
+    int64_t nxzp, nwzp;
     int32_t *acc;
     int64_t blocks;                 /* column blocks per (image, group) */
-} qgemm_job_t;
+} qconv_job_t;
 
-static void gather_cols(const qconv_t *p, const int16_t *xg, int64_t p0, int64_t cw, double *col)
+/* dst[t] = row[(o + t) * s + off] for t < n, pad where that is outside
+ * [0, len): one run of output positions along the last dimension. */
+static void gather_run(uint8_t *dst, const uint8_t *row, int64_t len, int64_t o, int64_t n, int64_t s, int64_t off,
+                       uint8_t pad)
+{
+    if (s == 1) {   /* a copy between the padded ends */
+        int64_t i0 = o + off, lo = i0 < 0 ? -i0 : 0, hi = len - i0 < n ? len - i0 : n;
+        if (hi < lo) hi = lo;
+        memset(dst, pad, (size_t)lo);
+        memcpy(dst + lo, row + i0 + lo, (size_t)(hi - lo));
+        memset(dst + hi, pad, (size_t)(n - hi));
+        return;
+    }
+    for (int64_t t = 0; t < n; t++) {
+        int64_t i = (o + t) * s + off;
+        dst[t] = i >= 0 && i < len ? row[i] : pad;
+    }
+}
+
+/* The column matrix of output positions [p0, p0 + cw): row (ci, taps) holds
+ * the input byte each position reads there, gathered a run of positions
+ * along the last dimension at a time. */
+static void gather_cols(const qconv_t *p, const uint8_t *xg, uint8_t pad, int64_t p0, int64_t cw, uint8_t *col)
 {
     const nn_geom_t *g = &p->g;
     int64_t r = 0;
@@ -277,64 +289,67 @@ static void gather_cols(const qconv_t *p, const int16_t *xg, int64_t p0, int64_t
         for (int64_t k0 = 0; k0 < g->k[0]; k0++)
             for (int64_t k1 = 0; k1 < g->k[1]; k1++)
                 for (int64_t k2 = 0; k2 < g->k[2]; k2++, r++) {
-                    double *dst = col + r * cw;
-                    const int16_t *xc = xg + ci * p->isz;
-                    int64_t o2 = p0 % g->out[2], o1 = p0 / g->out[2] % g->out[1], o0 = p0 / (g->out[2] * g->out[1]);
-                    for (int64_t q = 0; q < cw; q++) {
+                    uint8_t *dst = col + r * cw;
+                    const uint8_t *xc = xg + ci * p->isz;
+                    for (int64_t q = 0, pos = p0; q < cw;) {
+                        int64_t o2 = pos % g->out[2], o1 = pos / g->out[2] % g->out[1];
+                        int64_t o0 = pos / (g->out[2] * g->out[1]);
+                        int64_t n = g->out[2] - o2 < cw - q ? g->out[2] - o2 : cw - q;
                         int64_t i0 = o0 * g->s[0] - g->pb[0] + k0 * g->d[0];
                         int64_t i1 = o1 * g->s[1] - g->pb[1] + k1 * g->d[1];
-                        int64_t i2 = o2 * g->s[2] - g->pb[2] + k2 * g->d[2];
-                        int in = i0 >= 0 && i0 < g->in[0] && i1 >= 0 && i1 < g->in[1] && i2 >= 0 && i2 < g->in[2];
-                        dst[q] = in ? xc[(i0 * g->in[1] + i1) * g->in[2] + i2] : 0.0;
-                        if (++o2 == g->out[2]) {
-                            o2 = 0;
-                            if (++o1 == g->out[1]) { o1 = 0; o0++; }
-                        }
+                        if (i0 >= 0 && i0 < g->in[0] && i1 >= 0 && i1 < g->in[1])
+                            gather_run(dst + q, xc + (i0 * g->in[1] + i1) * g->in[2], g->in[2], o2, n, g->s[2],
+                                       k2 * g->d[2] - g->pb[2], pad);
+                        else
+                            memset(dst + q, pad, (size_t)n);
+                        q += n;
+                        pos += n;
                     }
                 }
 }
 
-static void qgemm_task(void *ctx, int64_t t)
+/* 1 where the column matrix is the input itself: a 1x1 window, stride 1,
+ * no padding (the output positions are the input's). */
+static int cols_are_input(const qconv_t *p)
 {
-    const qgemm_job_t *j = ctx;
+    for (int i = 0; i < NN_SP; i++)
+        if (p->g.k[i] != 1 || p->g.s[i] != 1 || p->g.pb[i] || p->g.pe[i] || p->g.in[i] != p->g.out[i]) return 0;
+    return 1;
+}
+
+static void qconv_task(void *ctx, int64_t t)
+{
+    const qconv_job_t *j = ctx;
     const qconv_t *p = j->p;
     int64_t blk = t % j->blocks, bg = t / j->blocks, b = bg / p->group, gi = bg % p->group;
     int64_t p0 = blk * QCONV_COLS, cw = p->osz - p0 < QCONV_COLS ? p->osz - p0 : QCONV_COLS, kk = p->cg * p->kvol;
-    double *col = xmalloc((size_t)(kk * cw + p->mg * cw + 1) * sizeof *col), *out = col + kk * cw;
-    gather_cols(p, j->x16 + (b * p->cin + gi * p->cg) * p->isz, p0, cw, col);
-    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)p->mg, (int)cw, (int)kk, 1.0, j->wd + gi * p->mg * kk,
-                (int)kk, col, (int)cw, 0.0, out, (int)cw);
-    for (int64_t m = 0; m < p->mg; m++) {
-        int32_t *dst = j->acc + (b * p->m + gi * p->mg + m) * p->osz + p0;
-        for (int64_t q = 0; q < cw; q++) dst[q] = (int32_t)(uint32_t)(uint64_t)(int64_t)out[m * cw + q];
+    const uint8_t *xg = (const uint8_t *)j->x->data + (b * p->cin + gi * p->cg) * p->isz;
+    uint8_t *col = NULL;
+    if (!cols_are_input(p)) {
+        col = xmalloc((size_t)(kk * cw) + 1);
+        gather_cols(p, xg, j->xpad, p0, cw, col);
     }
+    int per_ch = j->nwzp > 1;
+    qgemm_mat_t qa = {(const uint8_t *)j->w->data + gi * p->mg * kk, kk, j->w->dtype == DT_INT8,
+                      j->wzp + (per_ch ? gi * p->mg : 0), per_ch ? p->mg : j->nwzp};
+    qgemm_mat_t qb = {col ? col : xg + p0, col ? cw : p->isz, j->x->dtype == DT_INT8, j->xzp, j->nxzp};
+    qgemm_serial(p->mg, cw, kk, &qa, &qb, j->acc + (b * p->m + gi * p->mg) * p->osz + p0, p->osz);
     free(col);
-}
-
-/* BLAS takes int sizes: the gathered block must be indexable by one. */
-static int qconv_check_size(op_ctx_t *c, const qconv_t *p)
-{
-    if (p->cg * p->kvol >= INT_MAX / QCONV_COLS || p->mg >= INT_MAX / QCONV_COLS)
-        return op_fail(c, "%lld values per output and %lld output channels per group: too large for the GEMM",
-                       (long long)(p->cg * p->kvol), (long long)p->mg);
-    return 0;
 }
 
 static void qconv_accumulate(const qconv_t *p, const tensor_t *x, const tensor_t *xzp, const tensor_t *w,
                              const tensor_t *wzp, int32_t *acc)
 {
-    int16_t *x16 = xmalloc((size_t)tensor_numel(x) * sizeof *x16 + 2);
-    int16_t *w16 = xmalloc((size_t)tensor_numel(w) * sizeof *w16 + 2);
-    q_widen(x, xzp, 1, 1, x16);
-    q_widen(w, wzp, p->cg * p->kvol, p->m, w16);
-    int64_t nw = tensor_numel(w);
-    double *wd = xmalloc((size_t)(nw + 1) * sizeof *wd);
-    for (int64_t i = 0; i < nw; i++) wd[i] = w16[i];
-    qgemm_job_t j = {p, x16, wd, acc, (p->osz + QCONV_COLS - 1) / QCONV_COLS};
-    if (p->osz > 0) pool_for(p->n * p->group * j.blocks, qgemm_task, &j);
-    free(wd);
-    free(x16);
-    free(w16);
+    qconv_job_t j = {p, x, w, 0};
+    int32_t *xz = zp_ints(xzp, &j.nxzp), *wz = zp_ints(wzp, &j.nwzp);
+    j.xpad = (uint8_t)(j.nxzp ? xz[0] : 0);
+    j.xzp = xz;
+    j.wzp = wz;
+    j.acc = acc;
+    j.blocks = (p->osz + QCONV_COLS - 1) / QCONV_COLS;
+    if (p->osz > 0) pool_for(p->n * p->group * j.blocks, qconv_task, &j);
+    free(xz);
+    free(wz);
 }
 
 /* Inputs: x, w, x_zero_point (scalar), w_zero_point (scalar or per channel). */
@@ -342,7 +357,7 @@ int convint_shape(op_ctx_t *c)
 {
     qconv_t p;
     if (op_check_inputs(c, 2, 4)) return -1;
-    if (qconv_plan(c, 0, 1, &p) || qconv_check_size(c, &p)) return -1;
+    if (qconv_plan(c, 0, 1, &p)) return -1;
     for (int i = 2; i < c->n_in; i++)
         if (q_check_8bit(c, i)) return -1;
     if (check_per(c, 2, 1, "tensor") || check_per(c, 3, p.m, "output channel")) return -1;
@@ -352,7 +367,7 @@ int convint_shape(op_ctx_t *c)
 int convint_run(op_ctx_t *c)
 {
     qconv_t p;
-    if (qconv_plan(c, 0, 1, &p) || qconv_check_size(c, &p)) return -1;
+    if (qconv_plan(c, 0, 1, &p)) return -1;
     qconv_accumulate(&p, c->in[0], c->n_in > 2 ? c->in[2] : NULL, c->in[1], c->n_in > 3 ? c->in[3] : NULL,
                      c->out[0]->data);
     return 0;
@@ -363,7 +378,7 @@ int qlinearconv_shape(op_ctx_t *c)
 {
     qconv_t p;
     if (op_check_inputs(c, 8, 9)) return -1;
-    if (qconv_plan(c, 0, 3, &p) || qconv_check_size(c, &p)) return -1;
+    if (qconv_plan(c, 0, 3, &p)) return -1;
     if (q_check_8bit(c, 2) || q_check_8bit(c, 5) || q_check_8bit(c, 7)) return -1;
     if (c->in[1]->dtype != DT_FLOAT || c->in[4]->dtype != DT_FLOAT || c->in[6]->dtype != DT_FLOAT)
         return op_fail(c, "scales must be float32");
@@ -379,7 +394,7 @@ int qlinearconv_shape(op_ctx_t *c)
 int qlinearconv_run(op_ctx_t *c)
 {
     qconv_t p;
-    if (qconv_plan(c, 0, 3, &p) || qconv_check_size(c, &p)) return -1;
+    if (qconv_plan(c, 0, 3, &p)) return -1;
     tensor_t *y = c->out[0];
     int64_t total = tensor_numel(y);
     int32_t *acc = xmalloc((size_t)total * sizeof *acc + 4);

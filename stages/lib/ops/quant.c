@@ -9,6 +9,7 @@
 #include <math.h>
 #include <string.h>
 #include "ops/misc_impl.h"
+#include "ops/qgemm.h"
 
 int32_t q_saturate(float v, dtype_t dt)
 {
@@ -40,16 +41,6 @@ int q_check_8bit(op_ctx_t *c, int i)
     if (t && t->dtype != DT_INT8 && t->dtype != DT_UINT8)
         return op_fail(c, "input %d must be int8 or uint8, got %s", i, dtype_name(t->dtype));
     return 0;
-}
-
-void q_widen(const tensor_t *t, const tensor_t *zp, int64_t div, int64_t mod, int16_t *dst)
-{
-    int64_t n = tensor_numel(t);
-    int64_t nz = zp ? tensor_numel(zp) : 0;
-    for (int64_t i = 0; i < n; i++) {
-        int32_t z = nz ? q_load(zp, nz == 1 ? 0 : (i / div) % mod) : 0;
-        dst[i] = (int16_t)(q_load(t, i) - z);
-    }
 }
 
 /* ------------------------------------------------ Quantize / Dequantize */
@@ -164,17 +155,14 @@ int dynquant_run(op_ctx_t *c)
     const float *xv = x->data;
     int64_t n = tensor_numel(x);
     float lo = 0.0f, hi = 0.0f;   /* the range always includes 0 */
-    for (int64_t i = 0; i < n; i++) {
-        if (xv[i] < lo) lo = xv[i];
-        if (xv[i] > hi) hi = xv[i];
-    }
+    q_range(xv, n, &lo, &hi);
     if (!isfinite(lo) || !isfinite(hi)) return op_fail(c, "input holds an infinite value");
     float scale = (hi - lo) / 255.0f;
     int32_t zp = 0;
     if (scale > 0.0f) zp = q_saturate(rintf(q_clampf((0.0f - lo) / scale, 0.0f, 255.0f)), DT_UINT8);
     uint8_t *y = c->out[0]->data;
-    for (int64_t i = 0; i < n; i++)
-        y[i] = scale > 0.0f ? (uint8_t)q_saturate(rintf(xv[i] / scale) + (float)zp, DT_UINT8) : (uint8_t)zp;
+    if (scale > 0.0f) q_to_u8(xv, n, scale, (float)zp, y);
+    else memset(y, zp, (size_t)n);
     if (c->n_out > 1 && c->out[1]) *(float *)c->out[1]->data = scale;
     if (c->n_out > 2 && c->out[2]) *(uint8_t *)c->out[2]->data = (uint8_t)zp;
     return 0;
