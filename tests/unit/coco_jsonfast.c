@@ -11,16 +11,7 @@
 #include <jansson.h>
 #include "coco/jsonpar.h"
 #include "tap.h"
-
-static uint64_t rs = 0x9e3779b97f4a7c15u;
-
-static uint32_t rnd(uint32_t n)
-{
-    rs ^= rs << 13;
-    rs ^= rs >> 7;
-    rs ^= rs << 17;
-    return (uint32_t)(rs % n);
-}
+#include "xorshift.h"
 
 typedef struct buf { char *s; size_t n, cap; } buf_t;
 

@@ -305,6 +305,7 @@ static void install_arena(void)
 
 typedef struct par_job {
     const jsonpar_array_t *a;
+    jsonpar_chunk_fn direct;
     jsonpar_elem_fn fn;
     void *ctx;
     atomic_llong next;       /* next chunk to take */
@@ -326,6 +327,10 @@ static int parse_chunk(par_job_t *job, int64_t c, char **tmp, size_t *tmpcap, pe
 {
     const jsonpar_array_t *a = job->a;
     size_t n = a->cend[c] - a->cbeg[c];
+    int64_t first = a->cfirst[c];
+    int64_t count = (c + 1 < a->nchunks ? a->cfirst[c + 1] : a->n) - first;
+    /* the caller's own reader for the common shape; a DOM for the rest */
+    if (job->direct && job->direct(a->buf + a->cbeg[c], n, first, count, job->ctx) == 0) return 0;
     if (n + 2 > *tmpcap) {
         *tmpcap = n + 2;
         *tmp = xrealloc(*tmp, *tmpcap);
@@ -342,8 +347,6 @@ static int parse_chunk(par_job_t *job, int64_t c, char **tmp, size_t *tmpcap, pe
         arena_end();
         return -1;
     }
-    int64_t first = a->cfirst[c];
-    int64_t count = (c + 1 < a->nchunks ? a->cfirst[c + 1] : a->n) - first;
     int rc = 0;
     if (!json_is_array(arr) || (int64_t)json_array_size(arr) != count) {
         rc = INTERNAL(e, "%s: array chunk %lld parsed to an unexpected element count", a->what,
@@ -374,12 +377,13 @@ static void *par_worker(void *arg)
     return NULL;
 }
 
-int jsonpar_parse(const jsonpar_array_t *a, int nthreads, jsonpar_elem_fn fn, void *ctx,
-                  perr_t *e)
+int jsonpar_parse_direct(const jsonpar_array_t *a, int nthreads, jsonpar_chunk_fn direct,
+                         jsonpar_elem_fn fn, void *ctx, perr_t *e)
 {
     if (a->nchunks == 0) return 0;
     par_job_t job;
     job.a = a;
+    job.direct = direct;
     job.fn = fn;
     job.ctx = ctx;
     atomic_init(&job.next, 0);
@@ -407,6 +411,12 @@ int jsonpar_parse(const jsonpar_array_t *a, int nthreads, jsonpar_elem_fn fn, vo
     }
     free(job.errs);
     return rc;
+}
+
+int jsonpar_parse(const jsonpar_array_t *a, int nthreads, jsonpar_elem_fn fn, void *ctx,
+                  perr_t *e)
+{
+    return jsonpar_parse_direct(a, nthreads, NULL, fn, ctx, e);
 }
 
 int jsonpar_default_threads(void)

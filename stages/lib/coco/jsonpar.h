@@ -39,6 +39,16 @@ int jsonpar_scan(const char *buf, size_t len, size_t begin, const char *what,
 /* Parses every chunk and calls fn for each element. */
 int jsonpar_parse(const jsonpar_array_t *a, int nthreads, jsonpar_elem_fn fn, void *ctx,
                   perr_t *e);
+/* A reader for a whole chunk without a DOM: text[0, n) holds elements
+ * first .. first+count-1 and their separators (no brackets). 0 when it
+ * took every element; anything else, and the chunk goes through the DOM
+ * and fn as in jsonpar_parse (which must then set all it wrote again and
+ * give the verdict). Called from worker threads, like fn. */
+typedef int (*jsonpar_chunk_fn)(const char *text, size_t n, int64_t first, int64_t count,
+                                void *ctx);
+/* jsonpar_parse with direct tried first on each chunk. */
+int jsonpar_parse_direct(const jsonpar_array_t *a, int nthreads, jsonpar_chunk_fn direct,
+                         jsonpar_elem_fn fn, void *ctx, perr_t *e);
 void jsonpar_free(jsonpar_array_t *a);
 
 /* Position of the first non-whitespace byte at or after p (len if none). */
