@@ -171,7 +171,7 @@ static int load_any(const char *path, int nthreads, det_ctx_t *ctx, coco_dets_t 
     perr_t scan_err = {0};
     int rc;
     int scanned = p < len && buf[p] == '[' &&
-                  jsonpar_scan(buf, len, p, path, &arr, &after, &scan_err) == 0;
+                  jsonpar_scan(buf, len, p, path, nthreads, &arr, &after, &scan_err) == 0;
     if (scanned && jsonpar_skip_ws(buf, len, after) == len) {
         alloc_dets(ctx, d, arr.n);
         rc = jsonpar_parse_direct(&arr, nthreads, det_direct, load_det, ctx, e);

@@ -191,7 +191,7 @@ static int load_from_buffer(const char *buf, size_t len, const char *path, int n
     jsonpar_array_t arr;
     size_t after;
     if (found == 1 && buf[c.vbeg] == '[' &&
-        jsonpar_scan(buf, len, c.vbeg, path, &arr, &after, &scan_err) == 0) {
+        jsonpar_scan(buf, len, c.vbeg, path, nthreads, &arr, &after, &scan_err) == 0) {
         /* the annotations in parallel, the rest with one jansson call */
         json_t *root = load_rest(buf, len, path, &c, e);
         if (!root) { jsonpar_free(&arr); return -1; }

@@ -33,8 +33,10 @@ typedef struct jsonpar_array {
 } jsonpar_array_t;
 
 /* Scans the array whose '[' is at buf[begin]; *after gets the position just
- * past its ']'. On failure nothing is left to free. */
-int jsonpar_scan(const char *buf, size_t len, size_t begin, const char *what,
+ * past its ']'. A big array of objects is scanned in segments on up to
+ * nthreads threads (the chunks do not depend on nthreads). On failure
+ * nothing is left to free. */
+int jsonpar_scan(const char *buf, size_t len, size_t begin, const char *what, int nthreads,
                  jsonpar_array_t *a, size_t *after, perr_t *e);
 /* Parses every chunk and calls fn for each element. */
 int jsonpar_parse(const jsonpar_array_t *a, int nthreads, jsonpar_elem_fn fn, void *ctx,
