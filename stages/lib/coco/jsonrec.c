@@ -253,7 +253,8 @@ static int read_field(jrec_t *r, jrec_field_t *f)
 static int key_index(const char *s, size_t len, const char *const *keys, int nkeys)
 {
     for (int k = 0; k < nkeys; k++)
-        if (strncmp(keys[k], s, len) == 0 && keys[k][len] == 0) return k;
+        if (keys[k][0] == (len ? s[0] : 0) && strncmp(keys[k], s, len) == 0 && keys[k][len] == 0)
+            return k;
     return -1;
 }
 

@@ -90,6 +90,11 @@ int read_file(const char *path, char **out, size_t *n, perr_t *e)
     FILE *f = fopen(path, "rb");
     if (!f) return BAD(e, "%s: cannot open: %s", path, strerror(errno));
     size_t cap = 1 << 16, len = 0;
+    /* a regular file's size up front: one allocation instead of doubling
+     * (a 48 MB COCO results file otherwise copies itself ten times) */
+    struct stat st;
+    if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0)
+        cap = (size_t)st.st_size + 2;
     char *buf = xmalloc(cap);
     for (;;) {
         if (len + 1 >= cap) buf = xrealloc(buf, cap *= 2);
