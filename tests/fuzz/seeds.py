@@ -138,6 +138,16 @@ put("coco_results", "keypoints.json", json.dumps([
     {"image_id": 1, "category_id": 1, "keypoints": kp, "score": 0.9, "bbox": [1, 1, 4, 3]},
     {"image_id": 2, "category_id": 3, "keypoints": [1.5] * 51, "score": 0.5, "bbox": [0, 0, 1, 1]}]))
 
+# box annotations for coco/jsonrec.c's streamed path: iscrowd as booleans and
+# 0/1, an integral real id, a zero area, polygons and other members skipped,
+# a repeated key; images/categories through the quick lexer
+put("coco_gt", "streamed.json", """{"info": {"v": [1.5, true, null]}, "images": [{"id": 1, "width": 8, "height": 6}, {"id": 2.0, "width": 4, "height": 4}],
+ "categories": [{"id": 1, "name": "a\\/b"}, {"id": 3}],
+ "annotations": [{"id": 1, "image_id": 1, "category_id": 1, "bbox": [1, 1, 3, 2], "area": 6, "iscrowd": false, "segmentation": [[1, 1, 4, 1, 4, 3]]},
+  {"id": 2.0, "image_id": 2, "category_id": 3, "bbox": [0, 0, 4.5e0, 4], "area": 0, "iscrowd": true, "iscrowd": 1},
+  {"id": 3, "image_id": 1, "category_id": 3, "bbox": [0.25, 0, 1, 1e-400], "area": 1.0, "iscrowd": 0, "x": {"y": []}}]}
+""")
+
 # box results for coco/jsonrec.c's streamed path: numbers at the edges of its
 # quick conversion (exact powers, 2^53 + 1, underflow, more than 19 digits),
 # an integral real id, a repeated key, skipped members of every kind, and an

@@ -2,13 +2,15 @@
  * strtod: whenever jrec_object takes an object, jansson must accept the
  * same text and hold, for each wanted key, what jrec reported (absent, a
  * number of the same type and bits, an array of those numbers, a boolean,
- * or something else); jrec_number must give strtod's/strtoll's exact bits
+ * or something else), and what jrec_int/jrec_bbox/jrec_flag take fields.c
+ * takes with the same value; jrec_number must give strtod's/strtoll's exact bits
  * on 300,000 random decimals of every length and exponent. Also counts
  * that the reader does take the common shapes (else nothing is checked). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <jansson.h>
+#include "coco/fields.h"
 #include "coco/jsonrec.h"
 #include "tap.h"
 #include "xorshift.h"
@@ -120,6 +122,23 @@ static int same_field(const jrec_field_t *f, const json_t *j)
 
 static const char *const want[] = { "image_id", "bbox", "score" };
 
+/* What jrec_int / jrec_bbox / jrec_flag accept, fields.c's jf_int / jf_bbox
+ * / jf_flag accept with the same value (the streamed loaders rely on it). */
+static int same_rules(const jrec_field_t *f, const json_t *j)
+{
+    jplace_t pl = { "t.json", "", 0 };
+    perr_t e = {0};
+    int64_t a, b;
+    double x[4], y[4];
+    int p, q;
+    if (jrec_int(&f[0], &a) == 0 && (jf_int(j, "image_id", &pl, &b, &e) || a != b)) return 0;
+    if (jrec_bbox(&f[1], x) == 0 &&
+        (jf_bbox(j, "bbox", &pl, y, &e) || memcmp(x, y, sizeof x) != 0))
+        return 0;
+    if (jrec_flag(&f[2], &p) == 0 && (jf_flag(j, "score", &pl, &q, &e) || p != q)) return 0;
+    return 1;
+}
+
 /* 0 agreed (jrec refused, or jansson holds the same), 1 not; *took: jrec took it. */
 static int check_object(const char *s, size_t n, int *took)
 {
@@ -132,6 +151,7 @@ static int check_object(const char *s, size_t n, int *took)
     json_t *j = json_loadb(s, n, 0, &je);
     int bad = !json_is_object(j);
     for (int k = 0; !bad && k < 3; k++) bad = !same_field(&f[k], json_object_get(j, want[k]));
+    if (!bad) bad = !same_rules(f, j);
     if (bad) diag("disagree on: %.*s (jansson: %s)", (int)(n > 300 ? 300 : n), s, j ? "other value" : je.text);
     json_decref(j);
     return bad;

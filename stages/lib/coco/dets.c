@@ -64,21 +64,6 @@ static int load_det(json_t *v, int64_t i, void *ctx_, perr_t *e)
     return 0;
 }
 
-/* fields.c's to_int on a streamed number: an integer, or a real with an
- * exact integer value. 0 or -1. */
-static int rec_int(const jrec_field_t *f, int64_t *out)
-{
-    if (f->kind != JREC_NUMBER) return -1;
-    if (f->v[0].is_int) {
-        *out = f->v[0].i;
-        return 0;
-    }
-    double d = f->v[0].d;
-    if (d != floor(d) || !(fabs(d) < 9007199254740992.0)) return -1;
-    *out = (int64_t)d;
-    return 0;
-}
-
 /* A chunk of box results read straight into d[] (jsonrec.h); -1 at the
  * first thing load_det would refuse or that the reader leaves to jansson,
  * and load_det then reads the chunk and words the error. */
@@ -93,11 +78,9 @@ static int det_direct(const char *text, size_t n, int64_t first, int64_t count, 
     for (int64_t i = 0; i < count; i++) {
         coco_det_t *d = &ctx->d[first + i];
         if ((i && jrec_comma(&r)) || jrec_object(&r, keys, 4, f) ||
-            rec_int(&f[0], &d->image_id) || rec_int(&f[1], &d->category_id) ||
-            f[2].kind != JREC_ARRAY || f[2].count != 4 || f[3].kind != JREC_NUMBER)
+            jrec_int(&f[0], &d->image_id) || jrec_int(&f[1], &d->category_id) ||
+            jrec_bbox(&f[2], d->bbox) || f[3].kind != JREC_NUMBER)
             return -1;
-        for (int k = 0; k < 4; k++) d->bbox[k] = f[2].v[k].d;
-        if (d->bbox[2] < 0 || d->bbox[3] < 0) return -1;
         d->score = f[3].v[0].d;
     }
     return jrec_end(&r);

@@ -232,8 +232,8 @@ json_t *jsonpar_fast(const char *text, size_t n)
 {
     fp_t f = { text, n, 0, NULL, 0 };
     ws(&f);
-    if (f.p >= n || text[f.p] != '[') return NULL;
-    json_t *a = array(&f, 0);
+    if (f.p >= n || (text[f.p] != '[' && text[f.p] != '{')) return NULL;
+    json_t *a = text[f.p] == '[' ? array(&f, 0) : object(&f, 0);
     free(f.buf);
     if (!a) return NULL;
     ws(&f);

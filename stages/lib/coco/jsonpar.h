@@ -64,7 +64,7 @@ int jsonpar_find_member(const char *buf, size_t len, size_t begin, const char *k
 json_t *jsonpar_load(const char *text, size_t n, const char *what, const char *orig,
                      size_t orig_len, size_t (*map_pos)(size_t pos, const void *ctx),
                      const void *map_ctx, perr_t *e);
-/* jsonfast.c: the chunk text ("[" elements "]") parsed by a quick lexer
+/* jsonfast.c: an array or object text (a chunk: "[" elements "]") parsed by a quick lexer
  * for plain JSON (ASCII strings without escapes, numbers, literals), with
  * the values jansson would build; NULL for anything else, which the caller
  * then hands to jansson for the verdict. */

@@ -307,3 +307,35 @@ int jrec_end(jrec_t *r)
     skip_ws(r);
     return r->p == r->n ? 0 : -1;
 }
+
+int jrec_int(const jrec_field_t *f, int64_t *out)
+{
+    if (f->kind != JREC_NUMBER) return -1;
+    if (f->v[0].is_int) {
+        *out = f->v[0].i;
+        return 0;
+    }
+    double d = f->v[0].d;
+    if (d != floor(d) || !(fabs(d) < 9007199254740992.0)) return -1;
+    *out = (int64_t)d;
+    return 0;
+}
+
+int jrec_bbox(const jrec_field_t *f, double out[4])
+{
+    if (f->kind != JREC_ARRAY || f->count != 4) return -1;
+    for (int k = 0; k < 4; k++) out[k] = f->v[k].d;
+    return out[2] < 0 || out[3] < 0 ? -1 : 0;
+}
+
+int jrec_flag(const jrec_field_t *f, int *out)
+{
+    int64_t i;
+    if (f->kind == JREC_TRUE || f->kind == JREC_FALSE) {
+        *out = f->kind == JREC_TRUE;
+        return 0;
+    }
+    if (jrec_int(f, &i) || (i != 0 && i != 1)) return -1;
+    *out = (int)i;
+    return 0;
+}

@@ -66,4 +66,11 @@ int jrec_number(const char *s, size_t n, size_t *p, jrec_num_t *out);
  * none (also when a letter follows: jansson lexes a word of letters). */
 int jrec_literal(const char *s, size_t n, size_t *p);
 
+/* fields.c's rules on a read member (jf_int, jf_bbox, jf_flag), for the
+ * values they accept; -1 for everything else, which the caller leaves to
+ * fields.c to word. */
+int jrec_int(const jrec_field_t *f, int64_t *out);        /* an integer, or a real with an integer value */
+int jrec_bbox(const jrec_field_t *f, double out[4]);      /* 4 numbers, width and height not negative */
+int jrec_flag(const jrec_field_t *f, int *out);           /* false/true or 0/1 */
+
 #endif
