@@ -146,9 +146,10 @@ static int load_dom(const char *buf, size_t len, det_ctx_t *ctx, coco_dets_t *d,
 
 static int load_any(const char *path, int nthreads, det_ctx_t *ctx, coco_dets_t *d, perr_t *e)
 {
-    char *buf;
-    size_t len;
-    if (read_file(path, &buf, &len, e)) return -1;
+    file_view_t fv;
+    if (view_file(path, &fv, e)) return -1;
+    const char *buf = fv.data;
+    size_t len = fv.len;
     size_t p = jsonpar_skip_ws(buf, len, 0), after;
     jsonpar_array_t arr;
     perr_t scan_err = {0};
@@ -164,7 +165,7 @@ static int load_any(const char *path, int nthreads, det_ctx_t *ctx, coco_dets_t 
         /* not a clean array: jansson's verdict on the whole file */
         rc = load_dom(buf, len, ctx, d, e);
     }
-    free(buf);
+    unview_file(&fv);
     if (!rc && ctx->gt) rc = det_areas(ctx, d, e);
     free(ctx->has_bbox);
     if (rc) coco_dets_free(d);

@@ -254,11 +254,10 @@ int coco_gt_load_task(const char *path, int nthreads, const coco_task_t *task, c
     memset(gt, 0, sizeof *gt);
     gt->task = *task;
     gt->path = xstrdup(path);
-    char *buf;
-    size_t len;
-    if (read_file(path, &buf, &len, e)) return -1;
-    int rc = load_from_buffer(buf, len, path, nthreads, gt, e);
-    free(buf);
+    file_view_t fv;
+    if (view_file(path, &fv, e)) return -1;
+    int rc = load_from_buffer(fv.data, fv.len, path, nthreads, gt, e);
+    unview_file(&fv);
     if (rc) coco_gt_free(gt);
     return rc;
 }

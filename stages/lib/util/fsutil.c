@@ -3,6 +3,8 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include "util/fsutil.h"
@@ -112,6 +114,36 @@ int read_file(const char *path, char **out, size_t *n, perr_t *e)
     *out = buf;
     if (n) *n = len;
     return 0;
+}
+
+int view_file(const char *path, file_view_t *v, perr_t *e)
+{
+    memset(v, 0, sizeof *v);
+    int fd = open(path, O_RDONLY);
+    struct stat st;
+    if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
+        void *p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (p != MAP_FAILED) {
+            close(fd);
+            v->data = p;
+            v->len = (size_t)st.st_size;
+            v->mapped = 1;
+            return 0;
+        }
+    }
+    if (fd >= 0) close(fd);
+    /* not mappable (a pipe, an empty file, an error): read_file decides */
+    char *buf;
+    if (read_file(path, &buf, &v->len, e)) return -1;
+    v->data = buf;
+    return 0;
+}
+
+void unview_file(file_view_t *v)
+{
+    if (v->mapped) munmap((void *)v->data, v->len);
+    else free((void *)v->data);
+    memset(v, 0, sizeof *v);
 }
 
 int mkdir_p(const char *path, perr_t *e)
