@@ -5,9 +5,9 @@
 # summation is checked against numpy, beyond 8192 values); one-line errors
 # with exit 2 and no output file for bad input (also deep in files big enough
 # for the streamed reader and the segmented scan, alike at every thread
-# count); and decoding of inference
-# tensor sets through letterbox and stretch meta.json, checked against boxes
-# computed here from the meta formula input = original * scale + offset.
+# count); and decoding of inference tensor sets through letterbox and
+# stretch meta.json, checked against boxes computed here from the meta
+# formula input = original * scale + offset.
 import json
 import math
 import os
