@@ -145,6 +145,28 @@ put("coco_results", "keypoints.json", json.dumps([
     {"image_id": 1, "category_id": 1, "keypoints": kp, "score": 0.9, "bbox": [1, 1, 4, 3]},
     {"image_id": 2, "category_id": 3, "keypoints": [1.5] * 51, "score": 0.5, "bbox": [0, 0, 1, 1]}]))
 
+# box annotations for coco/jsonrec.c's streamed path: iscrowd as booleans and
+# 0/1, an integral real id, a zero area, polygons and other members skipped,
+# a repeated key; images/categories through the quick lexer
+put("coco_gt", "streamed.json", """{"info": {"v": [1.5, true, null]}, "images": [{"id": 1, "width": 8, "height": 6}, {"id": 2.0, "width": 4, "height": 4}],
+ "categories": [{"id": 1, "name": "a\\/b"}, {"id": 3}],
+ "annotations": [{"id": 1, "image_id": 1, "category_id": 1, "bbox": [1, 1, 3, 2], "area": 6, "iscrowd": false, "segmentation": [[1, 1, 4, 1, 4, 3]]},
+  {"id": 2.0, "image_id": 2, "category_id": 3, "bbox": [0, 0, 4.5e0, 4], "area": 0, "iscrowd": true, "iscrowd": 1},
+  {"id": 3, "image_id": 1, "category_id": 3, "bbox": [0.25, 0, 1, 1e-400], "area": 1.0, "iscrowd": 0, "x": {"y": []}}]}
+""")
+
+# box results for coco/jsonrec.c's streamed path: numbers at the edges of its
+# quick conversion (exact powers, 2^53 + 1, underflow, more than 19 digits),
+# an integral real id, a repeated key, skipped members of every kind, and an
+# escaped key that only jansson may read
+put("coco_results", "numbers.json", """[{"image_id": 1, "category_id": 3, "bbox": [0.5, 1e0, 2.25E+1, 0.0675], "score": 0.9012},
+ {"image_id": 2.0, "category_id": 1, "bbox": [-0.0, 9007199254740993.0, 1e-400, 4.9406564584124654e-324], "score": 1},
+ {"category_id": 1, "image_id": 1, "bbox": [1, 2, 3, 4], "score": 0.1000000000000000055511151231257827, "area": 12, "id": 7, "segmentation": [[1, 2, 3, 4, 5, 6]], "extra": {"a": [true, false, null, "x\\/y"]}},
+ {"image_id": 1, "image_id": 2, "category_id": 3, "bbox": [100000000000000000000000.5, 2, 3, 4], "score": 0.5},
+ {"image_id": 1, "category_id": 1, "bbox": [1, 2, 3, 4], "score": 12.5e-3, "im\\u0061ge_id": 2}
+]
+""")
+
 # plan.json as plan writes it, with its cells' result files beside it (relative paths)
 subprocess.run([f"{bindir}/plan", "configs/models/convclip.yaml", "-o", os.path.join(tmp, "plan")], check=True,
                stdout=subprocess.DEVNULL)

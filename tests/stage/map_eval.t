@@ -3,9 +3,11 @@
 # per-category APs pycocotools gave, in expected.json) within 1e-9;
 # numpy's own mean over the precision arrays map-eval writes (so the pairwise
 # summation is checked against numpy, beyond 8192 values); one-line errors
-# with exit 2 and no output file for bad input; and decoding of inference
-# tensor sets through letterbox and stretch meta.json, checked against boxes
-# computed here from the meta formula input = original * scale + offset.
+# with exit 2 and no output file for bad input (also deep in files big enough
+# for the streamed reader and the segmented scan, alike at every thread
+# count); and decoding of inference tensor sets through letterbox and
+# stretch meta.json, checked against boxes computed here from the meta
+# formula input = original * scale + offset.
 import json
 import math
 import os
@@ -168,6 +170,36 @@ expect_error("bbox with 3 numbers", good_gt, dump(with_det(bbox=[0, 0, 3]), "b15
 expect_error("missing file", good_gt, path("nonexistent.json"), "nonexistent.json")
 rc, so, se = run("map-eval", "--gt", good_gt)
 ok(rc == 2 and "--dt" in se, "missing --dt is a usage error (exit 2)", se)
+# ---- big files: the streamed reader and the segmented scan ----
+# Over 4 MiB of results takes coco/jsonrec.c and jsonpar's segments; their
+# errors must be the ones the serial path words, at every thread count, and
+# the statistics the same as from the same results written one per line
+# (which changes every chunk boundary).
+big = [{"image_id": 1 + i % 2, "category_id": 1, "bbox": [i % 7, i % 5, 3 + i % 11, 4.25 + i % 3],
+        "score": round(0.0001 * (i % 9973), 4)} for i in range(60000)]
+big_text = json.dumps(big)
+assert len(big_text) > 4 << 20
+big_dt = dump(None, "big.json", big_text)
+big_lines = dump(None, "big_lines.json", "[\n" + ",\n".join(json.dumps(d, indent=1) for d in big) + "\n]\n")
+outs = []
+for f, t in ((big_dt, "1"), (big_dt, "2"), (big_dt, "3"), (big_lines, "2")):
+    rc, so, se = run("map-eval", "--gt", good_gt, "--dt", f, "--json", path("big%d.json" % len(outs)), "--threads", t, "-q")
+    outs.append(open(path("big%d.json" % len(outs)), "rb").read() if rc == 0 else se)
+ok(isinstance(outs[0], bytes) and outs.count(outs[0]) == 4,
+   "a 60,000-detection file: identical JSON at 1, 2 and 3 threads and written one member per line")
+cut = big_text.index('"score": ', len(big_text) // 2)
+bad_num = dump(None, "big_bad_num.json", big_text[:cut] + '"score": 01' + big_text[cut + 10:])
+nth = 41234
+bad_w = dump(None, "big_bad_w.json", json.dumps(big[:nth] + [dict(big[nth], bbox=[0, 0, -2, 1])] + big[nth + 1:]))
+for name, f, needles in (("a leading zero deep in a big file", bad_num, ("big_bad_num.json", "line 1 column", "invalid JSON")),
+                         ("a negative width deep in a big file", bad_w, ("big_bad_w.json", "[%d]" % nth, "negative width"))):
+    errs = []
+    for t in ("1", "2", "3"):
+        rc, so, se = run("map-eval", "--gt", good_gt, "--dt", f, "--threads", t, "-q")
+        errs.append((rc, se))
+    ok(all(one_line_error(rc, se, *needles) for rc, se in errs) and len(set(errs)) == 1,
+       "%s: exit 2, the same one line at 1, 2 and 3 threads" % name, errs[0])
+
 rc, so, se = run("map-eval", "--help")
 ok(rc == 0 and "--box-format" in so and "--label-map" in so, "--help documents the decoding options")
 rc, so, se = run("map-eval", "--version")

@@ -11,6 +11,7 @@
 #include "coco/coco.h"
 #include "coco/fields.h"
 #include "coco/jsonpar.h"
+#include "coco/jsonrec.h"
 #include "coco/shapes.h"
 #include "util/fsutil.h"
 
@@ -61,6 +62,28 @@ static int load_det(json_t *v, int64_t i, void *ctx_, perr_t *e)
         jf_bbox(v, "bbox", &pl, d->bbox, e) || jf_number(v, "score", &pl, &d->score, e))
         return -1;
     return 0;
+}
+
+/* A chunk of box results read straight into d[] (jsonrec.h); -1 at the
+ * first thing load_det would refuse or that the reader leaves to jansson,
+ * and load_det then reads the chunk and words the error. */
+static int det_direct(const char *text, size_t n, int64_t first, int64_t count, void *ctx_)
+{
+    static const char *const keys[] = { "image_id", "category_id", "bbox", "score" };
+    det_ctx_t *ctx = ctx_;
+    if (ctx->gt) return -1;               /* segm / keypoints: shapes need the DOM */
+    jrec_t r;
+    jrec_field_t f[4];
+    jrec_init(&r, text, n);
+    for (int64_t i = 0; i < count; i++) {
+        coco_det_t *d = &ctx->d[first + i];
+        if ((i && jrec_comma(&r)) || jrec_object(&r, keys, 4, f) ||
+            jrec_int(&f[0], &d->image_id) || jrec_int(&f[1], &d->category_id) ||
+            jrec_bbox(&f[2], d->bbox) || f[3].kind != JREC_NUMBER)
+            return -1;
+        d->score = f[3].v[0].d;
+    }
+    return jrec_end(&r);
 }
 
 /* Room for n results (and their masks / keypoints). */
@@ -123,25 +146,26 @@ static int load_dom(const char *buf, size_t len, det_ctx_t *ctx, coco_dets_t *d,
 
 static int load_any(const char *path, int nthreads, det_ctx_t *ctx, coco_dets_t *d, perr_t *e)
 {
-    char *buf;
-    size_t len;
-    if (read_file(path, &buf, &len, e)) return -1;
+    file_view_t fv;
+    if (view_file(path, &fv, e)) return -1;
+    const char *buf = fv.data;
+    size_t len = fv.len;
     size_t p = jsonpar_skip_ws(buf, len, 0), after;
     jsonpar_array_t arr;
     perr_t scan_err = {0};
     int rc;
     int scanned = p < len && buf[p] == '[' &&
-                  jsonpar_scan(buf, len, p, path, &arr, &after, &scan_err) == 0;
+                  jsonpar_scan(buf, len, p, path, nthreads, &arr, &after, &scan_err) == 0;
     if (scanned && jsonpar_skip_ws(buf, len, after) == len) {
         alloc_dets(ctx, d, arr.n);
-        rc = jsonpar_parse(&arr, nthreads, load_det, ctx, e);
+        rc = jsonpar_parse_direct(&arr, nthreads, det_direct, load_det, ctx, e);
         jsonpar_free(&arr);
     } else {
         if (scanned) jsonpar_free(&arr);
         /* not a clean array: jansson's verdict on the whole file */
         rc = load_dom(buf, len, ctx, d, e);
     }
-    free(buf);
+    unview_file(&fv);
     if (!rc && ctx->gt) rc = det_areas(ctx, d, e);
     free(ctx->has_bbox);
     if (rc) coco_dets_free(d);

@@ -11,6 +11,7 @@
 #include "coco/coco.h"
 #include "coco/fields.h"
 #include "coco/jsonpar.h"
+#include "coco/jsonrec.h"
 #include "coco/shapes.h"
 #include "util/fsutil.h"
 
@@ -54,6 +55,29 @@ static int load_ann(json_t *v, int64_t i, void *ctx_, perr_t *e)
     return load_task_fields(v, &pl, ctx->gt, i, e);
 }
 
+/* A chunk of box annotations read straight into gt->anns (jsonrec.h); -1
+ * at the first thing load_ann would refuse or jsonrec leaves to jansson,
+ * and load_ann then reads the chunk and words the error. */
+static int ann_direct(const char *text, size_t n, int64_t first, int64_t count, void *ctx_)
+{
+    static const char *const keys[] = { "id", "image_id", "category_id", "bbox", "area", "iscrowd" };
+    ann_ctx_t *ctx = ctx_;
+    if (ctx->gt->task.type != COCO_BBOX) return -1;    /* masks and keypoints need the DOM */
+    jrec_t r;
+    jrec_field_t f[6];
+    jrec_init(&r, text, n);
+    for (int64_t i = 0; i < count; i++) {
+        coco_ann_t *a = &ctx->gt->anns[first + i];
+        if ((i && jrec_comma(&r)) || jrec_object(&r, keys, 6, f) || jrec_int(&f[0], &a->id) ||
+            jrec_int(&f[1], &a->image_id) || jrec_int(&f[2], &a->category_id) ||
+            jrec_bbox(&f[3], a->bbox) || f[4].kind != JREC_NUMBER || !(f[4].v[0].d >= 0) ||
+            jrec_flag(&f[5], &a->iscrowd))
+            return -1;
+        a->area = f[4].v[0].d;
+    }
+    return jrec_end(&r);
+}
+
 /* ---- the object without its annotations ---- */
 
 typedef struct cut { size_t vbeg, vend; } cut_t;
@@ -75,7 +99,9 @@ static json_t *load_rest(const char *buf, size_t len, const char *path, const cu
     memcpy(t, buf, c->vbeg);
     memcpy(t + c->vbeg, "[]", 2);
     memcpy(t + c->vbeg + 2, buf + c->vend, len - c->vend);
-    json_t *j = jsonpar_load(t, n, path, buf, len, map_cut, c, e);
+    /* the quick lexer when it can (images are most of it); jansson words errors */
+    json_t *j = jsonpar_fast(t, n);
+    if (!j) j = jsonpar_load(t, n, path, buf, len, map_cut, c, e);
     free(t);
     return j;
 }
@@ -191,7 +217,7 @@ static int load_from_buffer(const char *buf, size_t len, const char *path, int n
     jsonpar_array_t arr;
     size_t after;
     if (found == 1 && buf[c.vbeg] == '[' &&
-        jsonpar_scan(buf, len, c.vbeg, path, &arr, &after, &scan_err) == 0) {
+        jsonpar_scan(buf, len, c.vbeg, path, nthreads, &arr, &after, &scan_err) == 0) {
         /* the annotations in parallel, the rest with one jansson call */
         json_t *root = load_rest(buf, len, path, &c, e);
         if (!root) { jsonpar_free(&arr); return -1; }
@@ -200,7 +226,7 @@ static int load_from_buffer(const char *buf, size_t len, const char *path, int n
         if (!rc) {
             alloc_anns(gt, arr.n);
             ann_ctx_t ctx = { path, gt };
-            rc = jsonpar_parse(&arr, nthreads, load_ann, &ctx, e);
+            rc = jsonpar_parse_direct(&arr, nthreads, ann_direct, load_ann, &ctx, e);
         }
         jsonpar_free(&arr);
         return rc;
@@ -228,11 +254,10 @@ int coco_gt_load_task(const char *path, int nthreads, const coco_task_t *task, c
     memset(gt, 0, sizeof *gt);
     gt->task = *task;
     gt->path = xstrdup(path);
-    char *buf;
-    size_t len;
-    if (read_file(path, &buf, &len, e)) return -1;
-    int rc = load_from_buffer(buf, len, path, nthreads, gt, e);
-    free(buf);
+    file_view_t fv;
+    if (view_file(path, &fv, e)) return -1;
+    int rc = load_from_buffer(fv.data, fv.len, path, nthreads, gt, e);
+    unview_file(&fv);
     if (rc) coco_gt_free(gt);
     return rc;
 }

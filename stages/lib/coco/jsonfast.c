@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "coco/jsonpar.h"
+#include "coco/jsonrec.h"
 #include "util/fsutil.h"
 
 enum { FAST_MAX_DEPTH = 32, FAST_MAX_NUMBER = 64 };
@@ -200,18 +201,12 @@ static json_t *object(fp_t *f, int depth)
     return NULL;
 }
 
-/* true / false / null, followed by a delimiter as jansson's word lexer needs. */
 static json_t *literal(fp_t *f)
 {
-    static const char *const w[3] = { "true", "false", "null" };
-    for (int i = 0; i < 3; i++) {
-        size_t k = strlen(w[i]);
-        if (f->n - f->p < k || memcmp(f->s + f->p, w[i], k)) continue;
-        size_t q = f->p + k;
-        if (q < f->n && ((f->s[q] >= 'a' && f->s[q] <= 'z') || (f->s[q] >= 'A' && f->s[q] <= 'Z')))
-            return NULL;
-        f->p = q;
-        return i == 0 ? json_true() : i == 1 ? json_false() : json_null();
+    switch (jrec_literal(f->s, f->n, &f->p)) {
+    case 1: return json_true();
+    case 2: return json_false();
+    case 3: return json_null();
     }
     return NULL;
 }
@@ -237,8 +232,8 @@ json_t *jsonpar_fast(const char *text, size_t n)
 {
     fp_t f = { text, n, 0, NULL, 0 };
     ws(&f);
-    if (f.p >= n || text[f.p] != '[') return NULL;
-    json_t *a = array(&f, 0);
+    if (f.p >= n || (text[f.p] != '[' && text[f.p] != '{')) return NULL;
+    json_t *a = text[f.p] == '[' ? array(&f, 0) : object(&f, 0);
     free(f.buf);
     if (!a) return NULL;
     ws(&f);

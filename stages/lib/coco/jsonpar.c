@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "coco/jsonpar.h"
+#include "coco/coco_int.h"
 
 /* A chunk is cut after the element that takes it past this many bytes: big
  * enough that jansson's per-call cost vanishes, small enough to balance. */
@@ -143,9 +144,144 @@ static int scan_array(const char *buf, size_t len, size_t begin, const char *wha
     }
 }
 
-int jsonpar_scan(const char *buf, size_t len, size_t begin, const char *what,
+/* ---- the scan of a big array of objects, on several threads ----
+ *
+ * The text is cut every SEG_BYTES; from each cut the first '{' preceded by
+ * '}' ',' (whitespace allowed) is guessed to start an element, and each
+ * segment is scanned from its guess up to the next one. A guess can be
+ * wrong (the bytes could sit inside a string or a nested array), but the
+ * first segment starts at the true first element, and a segment whose scan
+ * lands exactly on the next guess proves that guess an element start: so
+ * when every segment lands on the next one, the cuts are true element
+ * boundaries and the counts are exact. Anything else (a scan error, a
+ * mismatch, no guess at all) falls back to the serial scan, whose verdict
+ * and messages stand. The cuts depend on the text only, so the chunks, and
+ * the error a bad file reports, are the same at every thread count. */
+
+#define SEG_BYTES CHUNK_BYTES
+
+typedef struct seg {
+    size_t start, stop;      /* scan elements starting in [start, stop) */
+    size_t end;              /* just past the last element */
+    size_t next;             /* where the scan stopped: an element start, or the ']' */
+    int64_t n;
+    int closed, bad;
+} seg_t;
+
+typedef struct seg_job {
+    const char *buf;
+    size_t len;
+    seg_t *s;
+} seg_job_t;
+
+/* The first '{' in [p, lim) that follows '}' ',' with only whitespace
+ * between, or SIZE_MAX. Each candidate looks back over its own whitespace
+ * only, so this is linear. */
+static size_t guess_start(const char *b, size_t p, size_t lim)
+{
+    while (p < lim) {
+        const char *q = memchr(b + p, '{', lim - p);
+        if (!q) return SIZE_MAX;
+        size_t k = (size_t)(q - b);
+        size_t j = k;
+        while (j > 0 && is_ws(b[j - 1])) j--;
+        if (j > 0 && b[j - 1] == ',') {
+            j--;
+            while (j > 0 && is_ws(b[j - 1])) j--;
+            if (j > 0 && b[j - 1] == '}') return k;
+        }
+        p = k + 1;
+    }
+    return SIZE_MAX;
+}
+
+static void scan_segment(int64_t i, void *ctx, void *scratch)
+{
+    (void)scratch;
+    seg_job_t *job = ctx;
+    const char *b = job->buf;
+    seg_t *s = &job->s[i];
+    /* a wrong guess could scan far (inside a long string, say): giving up
+     * one segment past the stop keeps the work linear */
+    size_t len = job->len - s->stop > SEG_BYTES ? s->stop + SEG_BYTES : job->len;
+    size_t p = s->start;
+    for (;;) {
+        size_t q = skip_value(b, len, p);
+        if (q == SIZE_MAX || q == p) { s->bad = 1; return; }
+        s->n++;
+        s->end = q;
+        q = jsonpar_skip_ws(b, len, q);
+        if (q < len && b[q] == ']') {
+            s->closed = 1;
+            s->next = q;
+            return;
+        }
+        if (q >= len || b[q] != ',') { s->bad = 1; return; }
+        p = jsonpar_skip_ws(b, len, q + 1);
+        if (p >= len || b[p] == ']') { s->bad = 1; return; }     /* a trailing comma */
+        if (p >= s->stop) {
+            s->next = p;
+            return;
+        }
+    }
+}
+
+/* Fills a from the segments when their scans chain up exactly; -1 else. */
+static int join_segments(const seg_t *s, int64_t ns, jsonpar_array_t *a, size_t *after)
+{
+    for (int64_t i = 0; i < ns; i++) {
+        int last = i + 1 == ns;
+        if (s[i].bad || s[i].closed != last || (!last && s[i].next != s[i + 1].start)) return -1;
+    }
+    a->cbeg = xmalloc(ns * sizeof *a->cbeg);
+    a->cend = xmalloc(ns * sizeof *a->cend);
+    a->cfirst = xmalloc(ns * sizeof *a->cfirst);
+    for (int64_t i = 0; i < ns; i++) {
+        a->cbeg[i] = s[i].start;
+        a->cend[i] = s[i].end;
+        a->cfirst[i] = a->n;
+        a->n += s[i].n;
+    }
+    a->nchunks = ns;
+    *after = s[ns - 1].next + 1;
+    return 0;
+}
+
+static int scan_segments(const char *buf, size_t len, size_t begin, int nthreads,
+                         jsonpar_array_t *a, size_t *after)
+{
+    size_t first = jsonpar_skip_ws(buf, len, begin + 1);
+    if (first >= len || buf[first] != '{') return -1;
+    int64_t nominal = (int64_t)((len - first) / SEG_BYTES);
+    seg_t *s = xcalloc(nominal + 1, sizeof *s);
+    int64_t ns = 0;
+    s[ns++].start = first;
+    for (int64_t k = 1; k < nominal; k++) {
+        size_t g = guess_start(buf, first + k * SEG_BYTES, first + (k + 1) * SEG_BYTES);
+        if (g != SIZE_MAX) s[ns++].start = g;
+    }
+    for (int64_t i = 0; i < ns; i++) s[i].stop = i + 1 < ns ? s[i + 1].start : len;
+    seg_job_t job = { buf, len, s };
+    coco_parallel_for(ns, nthreads, scan_segment, &job, NULL, NULL);
+    memset(a, 0, sizeof *a);
+    int rc = join_segments(s, ns, a, after);
+    free(s);
+    return rc;
+}
+
+int jsonpar_scan(const char *buf, size_t len, size_t begin, const char *what, int nthreads,
                  jsonpar_array_t *a, size_t *after, perr_t *e)
 {
+    /* big arrays: segments (any thread count, for thread-independent chunks) */
+    if (begin < len && buf[begin] == '[' && len - begin >= 4 * SEG_BYTES) {
+        if (scan_segments(buf, len, begin, nthreads, a, after) == 0) {
+            a->buf = buf;
+            a->len = len;
+            a->what = what;
+            return 0;
+        }
+        jsonpar_free(a);
+    }
     if (scan_array(buf, len, begin, what, a, after, e) == 0) return 0;
     jsonpar_free(a);
     return -1;
@@ -309,6 +445,7 @@ static void install_arena(void)
 
 typedef struct par_job {
     const jsonpar_array_t *a;
+    jsonpar_chunk_fn direct;
     jsonpar_elem_fn fn;
     void *ctx;
     atomic_llong next;       /* next chunk to take */
@@ -330,6 +467,10 @@ static int parse_chunk(par_job_t *job, int64_t c, char **tmp, size_t *tmpcap, pe
 {
     const jsonpar_array_t *a = job->a;
     size_t n = a->cend[c] - a->cbeg[c];
+    int64_t first = a->cfirst[c];
+    int64_t count = (c + 1 < a->nchunks ? a->cfirst[c + 1] : a->n) - first;
+    /* the caller's own reader for the common shape; a DOM for the rest */
+    if (job->direct && job->direct(a->buf + a->cbeg[c], n, first, count, job->ctx) == 0) return 0;
     if (n + 2 > *tmpcap) {
         *tmpcap = n + 2;
         *tmp = xrealloc(*tmp, *tmpcap);
@@ -346,8 +487,6 @@ static int parse_chunk(par_job_t *job, int64_t c, char **tmp, size_t *tmpcap, pe
         arena_end();
         return -1;
     }
-    int64_t first = a->cfirst[c];
-    int64_t count = (c + 1 < a->nchunks ? a->cfirst[c + 1] : a->n) - first;
     int rc = 0;
     if (!json_is_array(arr) || (int64_t)json_array_size(arr) != count) {
         rc = INTERNAL(e, "%s: array chunk %lld parsed to an unexpected element count", a->what,
@@ -378,12 +517,13 @@ static void *par_worker(void *arg)
     return NULL;
 }
 
-int jsonpar_parse(const jsonpar_array_t *a, int nthreads, jsonpar_elem_fn fn, void *ctx,
-                  perr_t *e)
+int jsonpar_parse_direct(const jsonpar_array_t *a, int nthreads, jsonpar_chunk_fn direct,
+                         jsonpar_elem_fn fn, void *ctx, perr_t *e)
 {
     if (a->nchunks == 0) return 0;
     par_job_t job;
     job.a = a;
+    job.direct = direct;
     job.fn = fn;
     job.ctx = ctx;
     atomic_init(&job.next, 0);
@@ -411,6 +551,12 @@ int jsonpar_parse(const jsonpar_array_t *a, int nthreads, jsonpar_elem_fn fn, vo
     }
     free(job.errs);
     return rc;
+}
+
+int jsonpar_parse(const jsonpar_array_t *a, int nthreads, jsonpar_elem_fn fn, void *ctx,
+                  perr_t *e)
+{
+    return jsonpar_parse_direct(a, nthreads, NULL, fn, ctx, e);
 }
 
 int jsonpar_default_threads(void)

@@ -33,12 +33,24 @@ typedef struct jsonpar_array {
 } jsonpar_array_t;
 
 /* Scans the array whose '[' is at buf[begin]; *after gets the position just
- * past its ']'. On failure nothing is left to free. */
-int jsonpar_scan(const char *buf, size_t len, size_t begin, const char *what,
+ * past its ']'. A big array of objects is scanned in segments on up to
+ * nthreads threads (the chunks do not depend on nthreads). On failure
+ * nothing is left to free. */
+int jsonpar_scan(const char *buf, size_t len, size_t begin, const char *what, int nthreads,
                  jsonpar_array_t *a, size_t *after, perr_t *e);
 /* Parses every chunk and calls fn for each element. */
 int jsonpar_parse(const jsonpar_array_t *a, int nthreads, jsonpar_elem_fn fn, void *ctx,
                   perr_t *e);
+/* A reader for a whole chunk without a DOM: text[0, n) holds elements
+ * first .. first+count-1 and their separators (no brackets). 0 when it
+ * took every element; anything else, and the chunk goes through the DOM
+ * and fn as in jsonpar_parse (which must then set all it wrote again and
+ * give the verdict). Called from worker threads, like fn. */
+typedef int (*jsonpar_chunk_fn)(const char *text, size_t n, int64_t first, int64_t count,
+                                void *ctx);
+/* jsonpar_parse with direct tried first on each chunk. */
+int jsonpar_parse_direct(const jsonpar_array_t *a, int nthreads, jsonpar_chunk_fn direct,
+                         jsonpar_elem_fn fn, void *ctx, perr_t *e);
 void jsonpar_free(jsonpar_array_t *a);
 
 /* Position of the first non-whitespace byte at or after p (len if none). */
@@ -52,7 +64,7 @@ int jsonpar_find_member(const char *buf, size_t len, size_t begin, const char *k
 json_t *jsonpar_load(const char *text, size_t n, const char *what, const char *orig,
                      size_t orig_len, size_t (*map_pos)(size_t pos, const void *ctx),
                      const void *map_ctx, perr_t *e);
-/* jsonfast.c: the chunk text ("[" elements "]") parsed by a quick lexer
+/* jsonfast.c: an array or object text (a chunk: "[" elements "]") parsed by a quick lexer
  * for plain JSON (ASCII strings without escapes, numbers, literals), with
  * the values jansson would build; NULL for anything else, which the caller
  * then hands to jansson for the verdict. */

@@ -4,6 +4,10 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include "util/fsutil.h"
@@ -92,10 +96,11 @@ int read_file(const char *path, char **out, size_t *n, perr_t *e)
     if (!f) return BAD(e, "%s: cannot open: %s", path, strerror(errno));
     /* a regular file's size is known: one buffer that fits it (and the
      * terminator, and room for the read that sees the end) rather than
-     * 64 KiB for every small config; a pipe grows from 64 KiB */
+     * 64 KiB for every small config, or doubling copies of a 48 MB COCO
+     * file; a pipe (or a /proc file, size 0) grows from 64 KiB */
     struct stat st;
     size_t cap = 1 << 16, len = 0;
-    if (!fstat(fileno(f), &st) && S_ISREG(st.st_mode) && st.st_size >= 0 && (uint64_t)st.st_size < SIZE_MAX / 2)
+    if (!fstat(fileno(f), &st) && S_ISREG(st.st_mode) && st.st_size > 0 && (uint64_t)st.st_size < SIZE_MAX / 2)
         cap = (size_t)st.st_size + 2;
     char *buf = xmalloc(cap);
     for (;;) {
@@ -114,6 +119,99 @@ int read_file(const char *path, char **out, size_t *n, perr_t *e)
     *out = buf;
     if (n) *n = len;
     return 0;
+}
+
+/* A mapped file that shrinks under the reader (another process truncating
+ * or rewriting it in place) turns the next read of a lost page into
+ * SIGBUS. That must end as bad input, not a crash: the handler names the
+ * file whose view holds the faulting address and exits 2 (write and _exit
+ * only: async-signal-safe). Outputs are written atomically, so nothing
+ * partial is left. */
+enum { VIEW_SLOTS = 8 };
+static struct { const char *volatile base; size_t len; char path[480]; } view_slots[VIEW_SLOTS];
+static pthread_mutex_t view_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void write_str(const char *s)
+{
+    ssize_t r = write(2, s, strlen(s));
+    (void)r;
+}
+
+static void on_sigbus(int sig, siginfo_t *si, void *uc)
+{
+    (void)sig, (void)uc;
+    const char *a = si->si_addr, *path = "a mapped input file";
+    for (int i = 0; i < VIEW_SLOTS; i++)
+        if (view_slots[i].base && a >= view_slots[i].base && a < view_slots[i].base + view_slots[i].len)
+            path = view_slots[i].path;
+    write_str(path);
+    write_str(": the file changed size while it was being read (truncated or rewritten by another process)\n");
+    _exit(EXIT_BADINPUT);
+}
+
+static void track_view(const file_view_t *v, const char *path)
+{
+    static int installed;
+    pthread_mutex_lock(&view_lock);
+    if (!installed) {
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_sigaction = on_sigbus;
+        sa.sa_flags = SA_SIGINFO;
+        sigemptyset(&sa.sa_mask);
+        sigaction(SIGBUS, &sa, NULL);
+        installed = 1;
+    }
+    for (int i = 0; i < VIEW_SLOTS; i++)
+        if (!view_slots[i].base) {
+            snprintf(view_slots[i].path, sizeof view_slots[i].path, "%s", path);
+            view_slots[i].len = v->len;
+            view_slots[i].base = v->data;
+            break;
+        }
+    pthread_mutex_unlock(&view_lock);
+}
+
+static void untrack_view(const file_view_t *v)
+{
+    pthread_mutex_lock(&view_lock);
+    for (int i = 0; i < VIEW_SLOTS; i++)
+        if (view_slots[i].base == v->data) view_slots[i].base = NULL;
+    pthread_mutex_unlock(&view_lock);
+}
+
+int view_file(const char *path, file_view_t *v, perr_t *e)
+{
+    memset(v, 0, sizeof *v);
+    int fd = open(path, O_RDONLY);
+    struct stat st;
+    if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
+        void *p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (p != MAP_FAILED) {
+            close(fd);
+            v->data = p;
+            v->len = (size_t)st.st_size;
+            v->mapped = 1;
+            track_view(v, path);
+            return 0;
+        }
+    }
+    if (fd >= 0) close(fd);
+    /* not mappable (a pipe, an empty file, an error): read_file decides */
+    char *buf;
+    if (read_file(path, &buf, &v->len, e)) return -1;
+    v->data = buf;
+    return 0;
+}
+
+void unview_file(file_view_t *v)
+{
+    if (v->mapped) {
+        untrack_view(v);
+        munmap((void *)v->data, v->len);
+    }
+    else free((void *)v->data);
+    memset(v, 0, sizeof *v);
 }
 
 int mkdir_p(const char *path, perr_t *e)

@@ -31,6 +31,16 @@ int write_if_changed(const char *path, const char *text, perr_t *e);
 
 /* Reads a whole file; *out is NUL-terminated (not counted in *n). */
 int read_file(const char *path, char **out, size_t *n, perr_t *e);
+/* A read-only view of a whole file: mapped when it is a non-empty regular
+ * file (no copy, pages come in as they are read, on whichever thread reads
+ * them), else read_file's copy. Not NUL-terminated when mapped. */
+typedef struct file_view {
+    const char *data;
+    size_t len;
+    int mapped;
+} file_view_t;
+int view_file(const char *path, file_view_t *v, perr_t *e);
+void unview_file(file_view_t *v);
 int mkdir_p(const char *path, perr_t *e);
 int is_dir(const char *path);
 int file_exists(const char *path);
