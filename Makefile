@@ -3,7 +3,8 @@
 #   make                      build every stage into build/bin/
 #   make test                 every test, through prove (TAP)
 #   make conformance          the ONNX backend node tests (part of make test)
-#   make validate MODEL=NAME  the validation matrix of configs/models/NAME.yaml
+#   make validate MODEL=NAME  the validation matrix of configs/models/NAME.yaml (every
+#                             core: VALIDATE_JOBS=N or -jN to change; THREADS, JOBS)
 #   make bench                benchmarks against peers (bench/)
 #   make help                 targets and variables
 #   make validate MODEL=NAME SHARDS=N  sharded; LAUNCHER=local|slurm, SLURM_PARTITION,
@@ -202,7 +203,9 @@ conformance: tools
 # build/NAME/plan.mk (included below), where every matrix cell (variant x
 # precision) is an ordinary chain of targets; reports land in reports/NAME/.
 # MODEL=all runs every config; VARIANTS= and PRECISIONS= narrow the matrix;
-# THREADS= sets infer's threads per cell, JOBS= preprocess's.
+# THREADS= sets infer's threads per cell, JOBS= preprocess's, VALIDATE_JOBS=
+# how many steps run at once (below). Every step's wall and CPU time goes to
+# build/NAME/timing.jsonl (`timed`); validate ends with the table by stage.
 MODEL      ?= rtdetr
 THREADS    ?= 1
 JOBS       ?= 1
@@ -221,6 +224,15 @@ $(foreach m,$(VALIDATE_MODELS),$(if $(wildcard configs/models/$(m).yaml),,\
 # 2), before any cell runs; its old plan.mk is removed, so no later run can
 # take the stale matrix and its old verdict for this config's.
 include $(VALIDATE_MODELS:%=$(BUILD)/%/plan.mk)
+# The matrix's cells are independent chains of single-threaded stages
+# (THREADS=1): validate runs VALIDATE_JOBS of them at once (default: every
+# core), so a plain `make validate` keeps the machine busy. A -jN on the
+# command line wins over this; a validate started by a recipe (make test's
+# prove, MAKELEVEL > 0) keeps the parallelism its caller chose.
+VALIDATE_JOBS ?= $(shell nproc 2>/dev/null || echo 1)
+ifeq ($(MAKELEVEL),0)
+MAKEFLAGS += -j$(VALIDATE_JOBS)
+endif
 endif
 
 $(BUILD)/%/plan.mk: configs/models/%.yaml $(O)/bin/plan

@@ -25,7 +25,8 @@ SAFE_NAMES_MK := 1
 # one plan checks every name against (stages/plan/write.c).
 SAFE_NAMES := MODEL VARIANTS PRECISIONS THREADS JOBS SHARDS SHARD LAUNCHER PARITY_SHARD_MERGE \
               PRECISION SLURM_PARTITION SLURM_CPUS SLURM_MAX_TASKS SLURM_WAIT ZOO SHAPES_SEED \
-              FUZZ_SECONDS FUZZ_EXECS FUZZ_ONLY SANITIZE V CELL
+              FUZZ_SECONDS FUZZ_EXECS FUZZ_PROCS FUZZ_ONLY SANITIZE V CELL \
+              VALIDATE_JOBS
 # flags, paths and tool commands: names plus / + = , : @ (sbatch's
 # --time=1:00:00, --criterion cosine=0.99, CFLAGS='-O2 -g', CC=/usr/bin/gcc).
 SAFE_FLAGS := CC CFLAGS LDFLAGS OPT PROVE PYTHON prefix bindir DESTDIR CC_OUT ONNX_PROTO \

@@ -51,6 +51,23 @@ static void queue_args(plan_out_t *o, const char *dir, const char *name, json_t 
     plan_file_args(o, path, args);
 }
 
+/* Every stage the matrix runs goes through `timed`, which appends its wall
+ * and CPU time to DIR/timing.jsonl (util/timing.h); the order-only
+ * prerequisite empties that log once per make run, before the first stage
+ * starts, so a summary never mixes runs. Stage names are fixed words, cells
+ * and paths passed write.c's check. */
+static void put_timed(plan_out_t *o, const char *dir, const char *stage, const char *cell)
+{
+    mk_printf(o, "$(PARITY_BIN)/timed --log '%s/timing.jsonl' --stage %s", dir, stage);
+    if (cell) mk_printf(o, " --cell '%s'", cell);
+    mk_printf(o, " -- ");
+}
+
+static void put_reset(plan_out_t *o)
+{
+    mk_printf(o, " | timing-reset-%s\n", o->m->name);
+}
+
 /* Every value of a step lives in its argument file, the recipe names the file. */
 static void emit_preprocess(plan_out_t *o, const char *dir)
 {
@@ -74,10 +91,11 @@ static void emit_preprocess(plan_out_t *o, const char *dir)
         if (m->gt) mk_printf(o, " %s", m->gt);
         else mk_printf(o, " $(wildcard %s)", m->images);
         for (int i = 0; i < m->n_depends; i++) mk_printf(o, " %s", m->depends[i]);
-        mk_printf(o, "\n");
+        put_reset(o);
         mk_printf(o, "\t@echo '  PRE     %s %s'\n", m->name, vn);
-        mk_printf(o, "\t$(Q)rm -f $@ && $(PARITY_BIN)/preprocess @'%s/pre/%s.args' -o '%s/pre/%s' -j $(JOBS) && touch $@\n\n",
-                  dir, vn, dir, vn);
+        mk_printf(o, "\t$(Q)rm -f $@ && ");
+        put_timed(o, dir, "preprocess", vn);
+        mk_printf(o, "$(PARITY_BIN)/preprocess @'%s/pre/%s.args' -o '%s/pre/%s' -j $(JOBS) && touch $@\n\n", dir, vn, dir, vn);
         shard_merge_pre(o, dir, vn);
     }
 }
@@ -97,8 +115,11 @@ static void emit_engines(plan_out_t *o, const char *dir)
         mk_printf(o, "%s/engines/%s.engine: %s %s %s/engines/%s.args $(PARITY_BIN)/build-engine", dir, pn, m->model,
                   m->precisions[p].config, dir, pn);
         for (int i = 0; i < m->n_depends; i++) mk_printf(o, " %s", m->depends[i]);
-        mk_printf(o, "\n\t@echo '  ENGINE  %s %s'\n", m->name, pn);
-        mk_printf(o, "\t$(Q)$(PARITY_BIN)/build-engine '%s' -o $@ --layers-out '%s/engines/%s.layers.json' @'%s/engines/%s.args' "
+        put_reset(o);
+        mk_printf(o, "\t@echo '  ENGINE  %s %s'\n", m->name, pn);
+        mk_printf(o, "\t$(Q)");
+        put_timed(o, dir, "build-engine", pn);
+        mk_printf(o, "$(PARITY_BIN)/build-engine '%s' -o $@ --layers-out '%s/engines/%s.layers.json' @'%s/engines/%s.args' "
                      "2>'%s/engines/%s.log' || { cat '%s/engines/%s.log' >&2; exit 2; }\n\n",
                   m->model, dir, pn, dir, pn, dir, pn, dir, pn);
     }
@@ -162,8 +183,10 @@ static void emit_task(plan_out_t *o, const char *dir, const char *cd, const char
     for (int i = 0; i < 4; i += 3)   /* the files among the ground truth: labels, classes */
         if (m->task_gt[i]) mk_printf(o, " %s", m->task_gt[i]);
     for (int i = 0; i < m->n_depends; i++) mk_printf(o, " %s", m->depends[i]);
-    mk_printf(o, "\n\t@echo '  TASK    %s %s'\n", m->name, cell);
-    mk_printf(o, "\t$(Q)$(PARITY_BIN)/task-eval @'%s/task.args' --dt '%s/out'", dir, cd);
+    put_reset(o);
+    mk_printf(o, "\t@echo '  TASK    %s %s'\n\t$(Q)", m->name, cell);
+    put_timed(o, dir, "task-eval", cell);
+    mk_printf(o, "$(PARITY_BIN)/task-eval @'%s/task.args' --dt '%s/out'", dir, cd);
     if (flips) mk_printf(o, " --ref '%s/cells/%s/out'", dir, ref);
     mk_printf(o, " --json $@ -q\n\n");
 }
@@ -216,15 +239,22 @@ static void emit_cells(plan_out_t *o, const char *dir)
             if (backend) {
                 mk_printf(o, "%s/out.done: %s %s", cd, m->model, backend);
                 put_stamp(o, dir, v);
-                mk_printf(o, "\n\t@echo '  BACKEND %s %s'\n", m->name, cell);
-                mk_printf(o, "\t$(Q)rm -f $@ && mkdir -p '%s' && '%s' run --model '%s' --input '%s' --output '%s/out' "
-                             "--threads $(THREADS) --stats '%s/stats.json' && touch $@\n\n", cd, backend, m->model, sets, cd, cd);
+                put_reset(o);
+                mk_printf(o, "\t@echo '  BACKEND %s %s'\n", m->name, cell);
+                mk_printf(o, "\t$(Q)rm -f $@ && mkdir -p '%s' && ", cd);
+                put_timed(o, dir, "backend", cell);
+                mk_printf(o, "'%s' run --model '%s' --input '%s' --output '%s/out' --threads $(THREADS) --stats '%s/stats.json' "
+                             "&& touch $@\n\n", backend, m->model, sets, cd, cd);
             } else {
                 mk_printf(o, "%s/out.done: %s/engines/%s.engine", cd, dir, pn);
                 put_stamp(o, dir, v);
-                mk_printf(o, " $(PARITY_BIN)/infer\n\t@echo '  INFER   %s %s'\n", m->name, cell);
-                mk_printf(o, "\t$(Q)rm -f $@ && mkdir -p '%s' && $(PARITY_BIN)/infer '%s/engines/%s.engine' -i '%s' -o '%s/out' "
-                             "--threads $(THREADS) --stats '%s/stats.json' && touch $@\n\n", cd, dir, pn, sets, cd, cd);
+                mk_printf(o, " $(PARITY_BIN)/infer");
+                put_reset(o);
+                mk_printf(o, "\t@echo '  INFER   %s %s'\n", m->name, cell);
+                mk_printf(o, "\t$(Q)rm -f $@ && mkdir -p '%s' && ", cd);
+                put_timed(o, dir, "infer", cell);
+                mk_printf(o, "$(PARITY_BIN)/infer '%s/engines/%s.engine' -i '%s' -o '%s/out' --threads $(THREADS) "
+                             "--stats '%s/stats.json' && touch $@\n\n", dir, pn, sets, cd, cd);
             }
             shard_merge_out(o, dir, cell, m->variants[v].name);
             if (!is_ref) {
@@ -234,9 +264,11 @@ static void emit_cells(plan_out_t *o, const char *dir)
                 int same_coords = v == m->ref_variant || (!m->variants[v].detection && !m->variants[m->ref_variant].detection &&
                                                           !m->det_input_coords);
                 mk_printf(o, "%s/compare.json: %s/out.done %s/cells/%s/out.done %s/compare.args %s/detect.args "
-                             "$(PARITY_BIN)/compare\n", cd, cd, dir, ref, dir, dir);
-                mk_printf(o, "\t@echo '  COMPARE %s %s'\n", m->name, cell);
-                mk_printf(o, "\t$(Q)$(PARITY_BIN)/compare '%s/out' '%s/cells/%s/out' @'%s/compare.args'", cd, dir, ref, dir);
+                             "$(PARITY_BIN)/compare", cd, cd, dir, ref, dir, dir);
+                put_reset(o);
+                mk_printf(o, "\t@echo '  COMPARE %s %s'\n\t$(Q)", m->name, cell);
+                put_timed(o, dir, "compare", cell);
+                mk_printf(o, "$(PARITY_BIN)/compare '%s/out' '%s/cells/%s/out' @'%s/compare.args'", cd, dir, ref, dir);
                 if (same_coords) mk_printf(o, " @'%s/detect.args'", dir);
                 mk_printf(o, compare_tail);
             }
@@ -244,9 +276,11 @@ static void emit_cells(plan_out_t *o, const char *dir)
                 char decode[1100];
                 if (m->variants[v].detection) snprintf(decode, sizeof decode, "%s", m->variants[v].detection);
                 else snprintf(decode, sizeof decode, "%s/detection.yaml", dir);
-                mk_printf(o, "%s/map.json: %s/out.done %s $(PARITY_BIN)/map-eval\n", cd, cd, decode);
-                mk_printf(o, "\t@echo '  MAP     %s %s'\n", m->name, cell);
-                mk_printf(o, "\t$(Q)$(PARITY_BIN)/map-eval --gt '%s' --dt '%s/out' --meta '%s' --decode '%s' "
+                mk_printf(o, "%s/map.json: %s/out.done %s $(PARITY_BIN)/map-eval", cd, cd, decode);
+                put_reset(o);
+                mk_printf(o, "\t@echo '  MAP     %s %s'\n\t$(Q)", m->name, cell);
+                put_timed(o, dir, "map-eval", cell);
+                mk_printf(o, "$(PARITY_BIN)/map-eval --gt '%s' --dt '%s/out' --meta '%s' --decode '%s' "
                              "--section .", m->gt, cd, sets, decode);
                 if (m->det_iou_type) mk_printf(o, " --iou-type %s", m->det_iou_type);
                 mk_printf(o, " --json $@ -q\n\n");
@@ -258,29 +292,38 @@ static void emit_cells(plan_out_t *o, const char *dir)
                 mk_printf(o, "%s/dump.done: %s/engines/%s.engine", cd, dir, pn);
                 put_stamp(o, dir, v);
                 if (!is_ref) mk_printf(o, " %s/cells/%s/dump.done", dir, ref);
-                mk_printf(o, " %s/dump.args $(PARITY_BIN)/infer\n\t@echo '  DUMP    %s %s'\n", dir, m->name, cell);
-                mk_printf(o, "\t$(Q)rm -f $@ && $(PARITY_BIN)/infer '%s/engines/%s.engine' -i ", dir, pn);
+                mk_printf(o, " %s/dump.args $(PARITY_BIN)/infer", dir);
+                put_reset(o);
+                mk_printf(o, "\t@echo '  DUMP    %s %s'\n\t$(Q)rm -f $@ && ", m->name, cell);
+                put_timed(o, dir, "dump", cell);
+                mk_printf(o, "$(PARITY_BIN)/infer '%s/engines/%s.engine' -i ", dir, pn);
                 put_dump_input(o, sets);
                 if (is_ref) mk_printf(o, " -o '%s/dump' --dump all @'%s/dump.args' && touch $@\n\n", cd, dir);
                 else mk_printf(o, " -o '%s/dump' --dump all --dump-like '%s/cells/%s/dump' && touch $@\n\n", cd, dir, ref);
             }
             if (precision_cell && !is_ref) {
-                mk_printf(o, "%s/layerwise.json: %s/dump.done %s/cells/%s/dump.done %s/compare.args $(PARITY_BIN)/compare\n",
+                mk_printf(o, "%s/layerwise.json: %s/dump.done %s/cells/%s/dump.done %s/compare.args $(PARITY_BIN)/compare",
                           cd, cd, dir, ref, dir);
-                mk_printf(o, "\t@echo '  LAYERS  %s %s'\n", m->name, cell);
-                mk_printf(o, "\t$(Q)$(PARITY_BIN)/compare --layerwise --layers '%s/engines/%s.layers.json' '%s/dump' '%s/cells/%s/dump' "
+                put_reset(o);
+                mk_printf(o, "\t@echo '  LAYERS  %s %s'\n\t$(Q)", m->name, cell);
+                put_timed(o, dir, "layerwise", cell);
+                mk_printf(o, "$(PARITY_BIN)/compare --layerwise --layers '%s/engines/%s.layers.json' '%s/dump' '%s/cells/%s/dump' "
                              "@'%s/compare.args'", dir, pn, cd, dir, ref, dir);
                 mk_printf(o, compare_tail);
-                mk_printf(o, "%s/local.done: %s/engines/%s.engine %s/cells/%s/dump.done $(PARITY_BIN)/infer\n", cd, dir, pn, dir, ref);
-                mk_printf(o, "\t@echo '  LOCAL   %s %s'\n", m->name, cell);
-                mk_printf(o, "\t$(Q)rm -f $@ && $(PARITY_BIN)/infer '%s/engines/%s.engine' -i ", dir, pn);
+                mk_printf(o, "%s/local.done: %s/engines/%s.engine %s/cells/%s/dump.done $(PARITY_BIN)/infer", cd, dir, pn, dir, ref);
+                put_reset(o);
+                mk_printf(o, "\t@echo '  LOCAL   %s %s'\n\t$(Q)rm -f $@ && ", m->name, cell);
+                put_timed(o, dir, "local", cell);
+                mk_printf(o, "$(PARITY_BIN)/infer '%s/engines/%s.engine' -i ", dir, pn);
                 put_dump_input(o, sets);
                 mk_printf(o, " -o '%s/local' --dump all --dump-like '%s/cells/%s/dump' --reference '%s/cells/%s/dump' && touch $@\n\n",
                           cd, dir, ref, dir, ref);
-                mk_printf(o, "%s/local.json: %s/local.done %s/cells/%s/dump.done %s/compare.args $(PARITY_BIN)/compare\n",
+                mk_printf(o, "%s/local.json: %s/local.done %s/cells/%s/dump.done %s/compare.args $(PARITY_BIN)/compare",
                           cd, cd, dir, ref, dir);
-                mk_printf(o, "\t@echo '  LOCAL   %s %s (compare)'\n", m->name, cell);
-                mk_printf(o, "\t$(Q)$(PARITY_BIN)/compare --layerwise --local --layers '%s/engines/%s.layers.json' '%s/local' "
+                put_reset(o);
+                mk_printf(o, "\t@echo '  LOCAL   %s %s (compare)'\n\t$(Q)", m->name, cell);
+                put_timed(o, dir, "local-compare", cell);
+                mk_printf(o, "$(PARITY_BIN)/compare --layerwise --local --layers '%s/engines/%s.layers.json' '%s/local' "
                              "'%s/cells/%s/dump' @'%s/compare.args'", dir, pn, cd, dir, ref, dir);
                 mk_printf(o, compare_tail);
             }
@@ -329,10 +372,13 @@ static void emit_selection(plan_out_t *o, const char *dir)
         }
     mk_printf(o, "\n%s/selection.txt: FORCE\n", dir);
     mk_printf(o, "\t@echo '$(%s_CELLS)' | cmp -s - $@ || echo '$(%s_CELLS)' > $@\n\n", M, M);
-    mk_printf(o, "reports/%s/results.json: $(foreach c,$(%s_CELLS),$(%s_RESULTS_$(c))) %s/selection.txt %s/plan.json $(PARITY_BIN)/report\n",
+    mk_printf(o, "reports/%s/results.json: $(foreach c,$(%s_CELLS),$(%s_RESULTS_$(c))) %s/selection.txt %s/plan.json $(PARITY_BIN)/report",
               M, M, M, dir, dir);
-    mk_printf(o, "\t@echo '  REPORT  %s'\n", M);
-    mk_printf(o, "\t$(Q)$(PARITY_BIN)/report --plan '%s/plan.json' --cells \"$(%s_CELLS)\" -o 'reports/%s'\n\n", dir, M, M);
+    put_reset(o);
+    mk_printf(o, "\t@echo '  REPORT  %s'\n\t$(Q)", M);
+    put_timed(o, dir, "report", NULL);
+    mk_printf(o, "$(PARITY_BIN)/report --plan '%s/plan.json' --cells \"$(%s_CELLS)\" --timing '%s/timing.jsonl' -o 'reports/%s'\n\n",
+              dir, M, dir, M);
     mk_printf(o, "validate-%s: reports/%s/results.json\n", M, M);
     /* "not older" rather than "newer": file times are coarse, and the
      * stamp can share the report's timestamp */
@@ -345,8 +391,11 @@ static void emit_selection(plan_out_t *o, const char *dir)
     mk_printf(o, "\t@n=$$(du -scb '%s'/cells/*/dump '%s'/cells/*/local 2>/dev/null | tail -n 1 | cut -f 1); "
                  "[ \"$${n:-0}\" -gt 0 ] && echo \"validate: %s: layerwise dumps take $$((n / 1000000)) MB of the %s MB budget (dump.budget)\"; true\n",
               dir, dir, M, budget);
+    mk_printf(o, "\t@$(PARITY_BIN)/report --timing '%s/timing.jsonl'\n", dir);
     mk_printf(o, "\t@$(PARITY_BIN)/report --verdict 'reports/%s/results.json' || true\n\n", M);
-    mk_printf(o, ".PHONY: validate-%s\n", M);
+    /* phony: its recipe runs once in every make run that runs a timed stage, first */
+    mk_printf(o, "timing-reset-%s: | $(PARITY_BIN)/timed\n\t@: > '%s/timing.jsonl'\n", M, dir);
+    mk_printf(o, ".PHONY: validate-%s timing-reset-%s\n", M, M);
 }
 
 static json_t *plan_json(const model_cfg_t *m, const char *dir)

@@ -511,6 +511,24 @@ static void write_details(FILE *f, const report_t *r)
     }
 }
 
+/* The run's time by stage (report --timing), longest first; this report's own run is not in it yet. */
+static void write_timing(FILE *f, const report_t *r)
+{
+    const timing_t *t = &r->timing;
+    if (!t->runs) return;
+    fprintf(f, "<h2>Time by stage</h2>\n<table id=\"timing\"><caption>%d stage runs in %.1f s from the first start to the last "
+               "end; %.1f s of CPU (%.2f cores busy on average); this report not included</caption>\n"
+               "<tr><th>stage</th><th>runs</th><th>wall s</th><th>CPU s</th><th>share of wall</th></tr>\n",
+            t->runs, t->elapsed, t->cpu, t->elapsed > 0 ? t->cpu / t->elapsed : 0.0);
+    for (int i = 0; i < t->n; i++) {
+        fprintf(f, "<tr><td>");
+        esc(f, t->rows[i].stage);
+        fprintf(f, "</td><td>%d</td><td>%.1f</td><td>%.1f</td><td>%.1f %%</td></tr>\n", t->rows[i].runs, t->rows[i].wall,
+                t->rows[i].cpu, t->wall > 0 ? 100 * t->rows[i].wall / t->wall : 0.0);
+    }
+    fprintf(f, "</table>\n");
+}
+
 int write_html(const report_t *r, const char *path, perr_t *e)
 {
     atomic_file_t af;
@@ -550,6 +568,7 @@ int write_html(const report_t *r, const char *path, perr_t *e)
     chart_ap(f, r);
     chart_pr(f, r);
     write_details(f, r);
+    write_timing(f, r);
     fprintf(f, "</body></html>\n");
     return atomic_commit(&af, e);
 }

@@ -545,5 +545,6 @@ void report_free(report_t *r)
     }
     free(r->cells);
     free(r->checks);
+    timing_free(&r->timing);
     json_decref(r->plan);
 }

@@ -4,8 +4,10 @@
 #ifndef PARITY_REPORT_H
 #define PARITY_REPORT_H
 
+#include <stdio.h>
 #include <jansson.h>
 #include "util/err.h"
+#include "util/timing.h"
 
 typedef struct check {
     char cell[256];
@@ -56,6 +58,7 @@ typedef struct report {
     char kernels[96];       /* the kernels the cells ran on (infer's stats: "avx2", "blas on avx512"), "" if unknown */
     const char *task, *task_metric;   /* plan.json's task and headline metric, or NULL */
     const char *ap_name;     /* what map-eval's AP measures: "AP" (boxes), "mask AP", "keypoint AP" */
+    timing_t timing;        /* the run's stages (report --timing), n == 0 without */
 } report_t;
 
 /* The headline metric's change in words: "−6.1 dB PSNR", "−0.5 % top1", "−60.2 AP". */
@@ -91,6 +94,8 @@ int write_results_json(const report_t *r, const char *path, perr_t *e);
 int write_summary_md(const report_t *r, const char *path, perr_t *e);
 int write_junit(const report_t *r, const char *path, perr_t *e);
 int write_html(const report_t *r, const char *path, perr_t *e);
+/* The time-by-stage table as text (what `make validate` prints at its end). */
+void print_timing(FILE *f, const timing_t *t);
 
 /* Prints the verdict of a results.json; returns 0 pass, 1 fail, 2 bad input. */
 int print_verdict(const char *results_path);

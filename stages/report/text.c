@@ -84,9 +84,43 @@ int write_results_json(const report_t *r, const char *path, perr_t *e)
                                                 "expected", r->checks[i].expected, "reason", r->checks[i].reason));
     json_object_set_new(root, "cells", cells);
     json_object_set_new(root, "checks", checks);
+    if (r->timing.runs) json_object_set_new(root, "timing", timing_json(&r->timing));
     int rc = write_json(path, root, JSON_INDENT(1) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10), e);
     json_decref(root);
     return rc;
+}
+
+/* The time-by-stage table, as text (md 0) or a Markdown table (md 1): one
+ * row per stage, longest first; CPU is user + system time, so CPU / wall
+ * above 1 is a stage's own threads and below 1 waiting (disk, other load). */
+static void timing_table(FILE *f, const timing_t *t, int md)
+{
+    const char *row = md ? "| %s | %d | %.1f | %.1f | %.1f %%%s |\n" : "  %-14s %5d %8.1f %8.1f %6.1f %%%s\n";
+    fprintf(f, md ? "| stage | runs | wall s | CPU s | share of wall |\n|---|---:|---:|---:|---:|\n"
+                  : "  %-14s %5s %8s %8s %8s\n", "stage", "runs", "wall s", "CPU s", "share");
+    for (int i = 0; i < t->n; i++) {
+        const timing_row_t *x = &t->rows[i];
+        char failed[32] = "";
+        if (x->failed) snprintf(failed, sizeof failed, " (%d failed)", x->failed);
+        fprintf(f, row, x->stage, x->runs, x->wall, x->cpu, t->wall > 0 ? 100 * x->wall / t->wall : 0.0, failed);
+    }
+    fprintf(f, row, md ? "**all**" : "all", t->runs, t->wall, t->cpu, t->wall > 0 ? 100.0 : 0.0, "");
+}
+
+/* The sentence above the table: how long the run took, how busy it kept the CPUs. */
+static void timing_line(FILE *f, const timing_t *t)
+{
+    fprintf(f, "%d stage runs in %.1f s from the first start to the last end; %.1f s of CPU (%.2f cores busy on average)",
+            t->runs, t->elapsed, t->cpu, t->elapsed > 0 ? t->cpu / t->elapsed : 0.0);
+}
+
+void print_timing(FILE *f, const timing_t *t)
+{
+    if (!t->runs) { fprintf(f, "validate: time by stage: no stage ran\n"); return; }
+    fprintf(f, "validate: time by stage: ");
+    timing_line(f, t);
+    fprintf(f, "\n");
+    timing_table(f, t, 0);
 }
 
 static void fmt_pct(char *b, size_t n, double v) { if (v < 0) snprintf(b, n, "-"); else snprintf(b, n, "%.1f", 100 * v); }
@@ -169,6 +203,12 @@ int write_summary_md(const report_t *r, const char *path, perr_t *e)
                 c->is_reference ? " (reference)" : "", ap, ap50, dm, c->nonfinite, ms);
     }
     fprintf(f, "\n</details>\n");
+    if (r->timing.runs) {
+        fprintf(f, "\n### Time by stage\n\n");
+        timing_line(f, &r->timing);
+        fprintf(f, " (this report's own run not included).\n\n");
+        timing_table(f, &r->timing, 1);
+    }
     return atomic_commit(&af, e);
 }
 

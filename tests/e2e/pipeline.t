@@ -12,6 +12,7 @@ trap 'rm -rf "$tmp"' EXIT
 strip_timing() { /usr/bin/python3 -c '
 import json, sys
 d = json.load(open(sys.argv[1]))
+d.pop("timing", None)
 for c in d["cells"]: c.pop("median_ms", None)
 print(json.dumps(d, sort_keys=True))' "$1"; }
 
@@ -26,11 +27,28 @@ for f in index.html summary.md junit.xml results.json; do
   ok $([ -s reports/convclip/$f ]; echo $?) "report writes reports/convclip/$f"
 done
 ok $(grep -q '<failure message="tf32: outputs differ' reports/convclip/junit.xml; echo $?) "junit.xml carries the failing check with its reason"
+# the run's time by stage: printed at the end, carried by the report, summed from the log
+ok $(grep -q "^validate: time by stage: .* stage runs in" "$tmp/u1" && grep -qE "^  infer +[0-9]+ " "$tmp/u1"; echo $?) \
+   "validate ends with the time by stage"
+ok $(/usr/bin/python3 -c '
+import json, sys
+log = [json.loads(l) for l in open("build/unet-attn/timing.jsonl")]
+t = json.load(open("reports/unet-attn/results.json"))["timing"]
+before = [r for r in log if r["stage"] != "report"]   # the report carries what ran before it
+infer = [r for r in before if r["stage"] == "infer"]
+row = [s for s in t["stages"] if s["stage"] == "infer"][0]
+sys.exit(not (t["runs"] == len(before) and row["runs"] == len(infer) > 0
+              and abs(row["wall_s"] - sum(r["wall_s"] for r in infer)) < 1e-6 and len(log) == len(before) + 1))'; echo $?) \
+   "results.json's timing sums this run's log (every stage before the report)"
+grep -q "### Time by stage" reports/unet-attn/summary.md && grep -q '<table id="timing">' reports/unet-attn/index.html
+ok $? "summary.md and index.html carry the table"
 
 # 2. nothing changed: the second run does nothing and says so
 make validate MODEL=unet-attn > "$tmp/u2" 2>&1
 r=$(grep -q "nothing changed since the last run" "$tmp/u2" && ! grep -qE "PLAN|ENGINE|INFER|BACKEND|COMPARE|REPORT" "$tmp/u2"; echo $?)
 ok $r "a rerun with nothing changed runs no stage and says so"
+ok $(grep -q "^validate: time by stage: no stage ran" "$tmp/u2" && [ ! -s build/unet-attn/timing.jsonl ]; echo $?) \
+   "and its time by stage is empty: the earlier run's records are gone"
 [ $r = 0 ] || sed 's/^/#   /' "$tmp/u2"
 
 # 3. editing one precision config reruns only the cells that use it. fp16.yaml
@@ -42,6 +60,11 @@ flock -u 8
 make validate MODEL=unet-attn > "$tmp/u3" 2>&1
 ok $(grep -q "ENGINE  unet-attn fp16" "$tmp/u3" && ! grep -q "ENGINE  unet-attn fp32" "$tmp/u3" \
      && ! grep -q "INFER   unet-attn inputs__fp32" "$tmp/u3"; echo $?) "touching fp16.yaml rebuilds the fp16 cell only"
+ok $(/usr/bin/python3 -c '
+import json, sys
+log = [json.loads(l) for l in open("build/unet-attn/timing.jsonl")]
+sys.exit(not (log and all(r["stage"] == "report" or "fp16" in r["cell"] for r in log)))'; echo $?) \
+   "the timing log holds this run's fp16 stages and the report only"
 
 # 4. an interrupted run, rerun, gives the same results as an uninterrupted one
 strip_timing reports/unet-attn/results.json > "$tmp/whole.json"

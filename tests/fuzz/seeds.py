@@ -173,4 +173,9 @@ subprocess.run([f"{bindir}/plan", "configs/models/convclip.yaml", "-o", os.path.
 put("plan", "convclip.json", open(os.path.join(tmp, "plan", "plan.json"), "rb").read())
 # reduce's reading of a cell: the cell's name, then plan.json
 put("reduce_plan", "convclip-tf32.txt", b"inputs__tf32\n" + open(os.path.join(tmp, "plan", "plan.json"), "rb").read())
+# a timing log as timed appends it: a cell's stage that failed, one without a cell
+log = os.path.join(tmp, "timing.jsonl")
+subprocess.run([f"{bindir}/timed", "--log", log, "--stage", "compare", "--cell", "bgr__fp16", "--", "false"])
+subprocess.run([f"{bindir}/timed", "--log", log, "--stage", "report", "--", "true"], check=True)
+put("timing", "two.jsonl", open(log, "rb").read())
 shutil.rmtree(tmp)
