@@ -19,7 +19,7 @@
  * left as they are. */
 #include <stdlib.h>
 #include <string.h>
-#include "graph/passes.h"
+#include "passes/passes.h"
 #include "ops/ops.h"
 
 static int is_half(dtype_t t)
