@@ -226,7 +226,7 @@ static int needs_rounding(const graph_t *g, const node_t *n, int k, int v)
     if (n->precision == PREC_FP32) return 0;
     const value_t *val = &g->vals[v];
     if (val->t.dtype != DT_FLOAT && val->t.dtype != DT_UNDEFINED) return 0;
-    /* a value the model types as half (carried as float32, graph/widen.c)
+    /* a value the model types as half (carried as float32, passes/widen.c)
      * is not rounded further, as when it ran as a half tensor */
     if (val->half_typed) return 0;
     /* TF32 rounds the two multiplied operands; a bias is added in fp32 */
