@@ -92,11 +92,35 @@ static int run_fold(const build_t *b, unsigned fold, int (*fn)(graph_t *g))
     return 0;
 }
 
-static int pass_fold_batchnorm(build_t *b, perr_t *e) { (void)e; return run_fold(b, FOLD_BATCHNORM, graph_fold_batchnorm); }
-static int pass_fold_scale_bias(build_t *b, perr_t *e) { (void)e; return run_fold(b, FOLD_SCALE_BIAS, graph_fold_scale_bias); }
-static int pass_fuse_silu(build_t *b, perr_t *e) { (void)e; return run_fold(b, FOLD_ACTIVATION, graph_fuse_silu); }
-static int pass_fold_residual(build_t *b, perr_t *e) { (void)e; return run_fold(b, FOLD_RESIDUAL, graph_fold_residual); }
-static int pass_fuse_activations(build_t *b, perr_t *e) { (void)e; return run_fold(b, FOLD_ACTIVATION, graph_fuse_activations); }
+static int pass_fold_batchnorm(build_t *b, perr_t *e)
+{
+    (void)e;
+    return run_fold(b, FOLD_BATCHNORM, graph_fold_batchnorm);
+}
+
+static int pass_fold_scale_bias(build_t *b, perr_t *e)
+{
+    (void)e;
+    return run_fold(b, FOLD_SCALE_BIAS, graph_fold_scale_bias);
+}
+
+static int pass_fuse_silu(build_t *b, perr_t *e)
+{
+    (void)e;
+    return run_fold(b, FOLD_ACTIVATION, graph_fuse_silu);
+}
+
+static int pass_fold_residual(build_t *b, perr_t *e)
+{
+    (void)e;
+    return run_fold(b, FOLD_RESIDUAL, graph_fold_residual);
+}
+
+static int pass_fuse_activations(build_t *b, perr_t *e)
+{
+    (void)e;
+    return run_fold(b, FOLD_ACTIVATION, graph_fuse_activations);
+}
 
 static int pass_mark_boundaries(build_t *b, perr_t *e)
 {
@@ -112,13 +136,23 @@ static int pass_plan_memory(build_t *b, perr_t *e)
     return 0;
 }
 
-/* The build, in order. */
+/* The build, in order (docs/design.md's picture lists this table). */
 #define PASS(name) {#name, pass_##name}
 static const build_pass_t build_passes[] = {
-    PASS(load),             PASS(input_shapes),      PASS(resolve_ops),     PASS(fold_constants),
-    PASS(remove_dead),      PASS(widen_half),        PASS(assign_precision), PASS(fold_batchnorm),
-    PASS(fold_scale_bias),  PASS(fuse_silu),         PASS(fold_residual),   PASS(fuse_activations),
-    PASS(mark_boundaries),  PASS(plan_memory),
+    PASS(load),              /* parse, toposort */
+    PASS(input_shapes),      /* --input-shape */
+    PASS(resolve_ops),       /* each node's row of the op table */
+    PASS(fold_constants),    /* shapes inferred, constants folded, control flow too */
+    PASS(remove_dead),
+    PASS(widen_half),        /* FP16-storage models as float32 rounded to float16 */
+    PASS(assign_precision),  /* each layer's precision and storage type */
+    PASS(fold_batchnorm),    /* the folds: after precisions are chosen, */
+    PASS(fold_scale_bias),
+    PASS(fuse_silu),
+    PASS(fold_residual),
+    PASS(fuse_activations),  /* before the boundary rounding */
+    PASS(mark_boundaries),   /* range notes, rounding at precision boundaries */
+    PASS(plan_memory),
 };
 #undef PASS
 #define N_PASSES ((int)(sizeof build_passes / sizeof build_passes[0]))
@@ -142,7 +176,8 @@ graph_t *engine_build(const char *model_path, const build_opts_t *o, engine_meta
             graph_free(b.g);
             return NULL;
         }
-        if (o->trace) fprintf(o->trace, "build-engine: pass %-17s %5d -> %5d nodes\n", build_passes[i].name, before, b.g->n_nodes);
+        if (o->trace)
+            fprintf(o->trace, "build-engine: pass %-17s %5d -> %5d nodes\n", build_passes[i].name, before, b.g->n_nodes);
     }
     precision_policy_free(&b.pp);
     return b.g;
