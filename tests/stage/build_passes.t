@@ -6,7 +6,10 @@
 #  2. build-engine -v runs them in that order, and on a model made for it
 #     each fold removes the nodes it folds (counts derived from the model
 #     below, one fold at a time), none with --no-fusion or its fold: off;
+#     The folds reach inside control flow: in both branches of an If, a
+#     Conv takes its BatchNormalization and Relu, another its SiLU;
 #  3. the IR includes no kernel header, and the GEMM tiles no IR header.
+import json
 import os
 import re
 import subprocess
@@ -98,6 +101,38 @@ rc, got, err = trace("--config", cfg)
 # Add a Mul: neither folds; the Relu then follows the Add, no Conv
 ok(rc == 0 and got == expected(("fold_batchnorm", "fold_scale_bias", "fold_residual", "fuse_activations")),
    "fold: {batchnorm: false}: the BN and what depends on its fold stay", "got %s\n%s" % (got, err))
+
+
+
+def branch(tag):
+    """x -> Conv -> BatchNormalization -> Relu -> Conv -> Mul(., Sigmoid(.))"""
+    p = tag + "_"
+    nodes = [helper.make_node("Conv", ["x", "W0"], [p + "c"], pads=[1, 1, 1, 1], name=p + "conv"),
+             helper.make_node("BatchNormalization", [p + "c", "g", "bt", "mu", "var"], [p + "bn"], name=p + "bn"),
+             helper.make_node("Relu", [p + "bn"], [p + "r"], name=p + "relu"),
+             helper.make_node("Conv", [p + "r", "W2"], [p + "d"], name=p + "conv2"),
+             helper.make_node("Sigmoid", [p + "d"], [p + "s"], name=p + "sig"),
+             helper.make_node("Mul", [p + "d", p + "s"], [p + "y"], name=p + "silu")]
+    return helper.make_graph(nodes, tag, [], [helper.make_tensor_value_info(p + "y", TensorProto.FLOAT, [1, C, 8, 8])])
+
+
+zero = numpy_helper.from_array(np.array(0, np.float32), "zero")
+cf = helper.make_graph([helper.make_node("ReduceSum", ["x"], ["sum"], keepdims=0, name="sum"),
+                        helper.make_node("Greater", ["sum", "zero"], ["cond"], name="cond"),
+                        helper.make_node("If", ["cond"], ["y"], then_branch=branch("t"), else_branch=branch("e"),
+                                         name="if")],
+                       "cf", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, C, 8, 8])],
+                       [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, C, 8, 8])], inits + [zero])
+cf_model = os.path.join(tmp, "cf.onnx")
+onnx.save(helper.make_model(cf, opset_imports=[helper.make_opsetid("", 13)]), cf_model)
+lay = os.path.join(tmp, "cf.layers.json")
+rc, _, err = run("build-engine", cf_model, "-o", os.path.join(tmp, "cf.engine"), "--layers-out", lay)
+fused = {l["name"]: l["fused_from"] for l in json.load(open(lay))["layers"]} if rc == 0 else {}
+for tag, where in (("t", "then_branch"), ("e", "else_branch")):
+    q = "if/%s/%s_" % (where, tag)
+    ok(fused.get(q + "conv") == [q + "conv", q + "bn", q + "relu"] and
+       fused.get(q + "conv2") == [q + "conv2", q + "sig", q + "silu"],
+       "the folds reach the If's %s" % where, "%s\n%s" % (fused, err))
 
 # 3. layering
 lib = os.path.join(root, "stages", "lib")
