@@ -54,7 +54,7 @@ int main(int argc, char **argv)
     build_opts_t o = {0};
     o.input_shapes = calloc(argc + 1, sizeof *o.input_shapes);
     const char *isa = NULL, *kernels = NULL;
-    int c;
+    int c, list = 0;
     while ((c = getopt_long(argc, argv, "o:vhV", longopts, NULL)) != -1) {
         switch (c) {
         case 'o': out = optarg; break;
@@ -65,13 +65,18 @@ int main(int argc, char **argv)
         case 'F': o.no_fusion = 1; break;
         case 'W': o.no_widen = 1; break;
         case 'v': o.trace = stderr; break;
-        case 'L': engine_list_passes(stdout); return 0;
+        case 'L': list = 1; break;
         case 'I': isa = optarg; break;
         case 'K': kernels = optarg; break;
         case 'h': fputs(usage, stdout); return 0;
         case 'V': puts("build-engine (parity) " PARITY_VERSION); return 0;
         default: die_usage("build-engine", "unknown option");
         }
+    }
+    if (list) {
+        engine_list_passes(stdout);
+        free(o.input_shapes);
+        return 0;
     }
     if (optind != argc - 1) die_usage("build-engine", "expected exactly one MODEL.onnx");
     if (!out) die_usage("build-engine", "missing -o ENGINE");
