@@ -2,7 +2,8 @@
  *
  *   build-engine MODEL.onnx -o ENGINE [--input-shape NAME=1x3x320x320]...
  *                [--precision fp32|tf32|fp16|bf16] [--config precision.yaml]
- *                [--layers-out layers.json]
+ *                [--layers-out layers.json] [-v]
+ *   build-engine --list-passes
  *
  * The engine holds the optimised graph (constants folded, dead nodes gone),
  * every layer's precision and the memory plan; the layer report lists the
@@ -28,6 +29,8 @@ static const char usage[] =
     "      --no-fusion              keep activations as layers of their own\n"
     "      --no-widen               run float16 tensors of FP16-weight models as float16 (slower,\n"
     "                               the same values; default: float32 rounded to float16)\n"
+    "  -v, --verbose                each pass on stderr as it ends: its name, nodes before and after\n"
+    "      --list-passes            print the build's passes, in order, and exit\n"
     "      --isa LEVEL              avx512, avx2 or generic: cap the kernels' instruction set\n"
     "                               [PARITY_ISA, else the CPU's best]; the same bits at every level\n"
     "      --kernels own|blas       matrix products on parity's kernels (default: the same bits on every\n"
@@ -42,6 +45,7 @@ int main(int argc, char **argv)
     static const struct option longopts[] = {
         {"output", required_argument, 0, 'o'}, {"input-shape", required_argument, 0, 's'},
         {"precision", required_argument, 0, 'p'}, {"config", required_argument, 0, 'c'}, {"layers-out", required_argument, 0, 'l'}, {"no-fusion", no_argument, 0, 'F'}, {"no-widen", no_argument, 0, 'W'},
+        {"verbose", no_argument, 0, 'v'}, {"list-passes", no_argument, 0, 'L'},
         {"isa", required_argument, 0, 'I'}, {"kernels", required_argument, 0, 'K'},
         {"help", no_argument, 0, 'h'}, {"version", no_argument, 0, 'V'}, {0, 0, 0, 0},
     };
@@ -50,8 +54,8 @@ int main(int argc, char **argv)
     build_opts_t o = {0};
     o.input_shapes = calloc(argc + 1, sizeof *o.input_shapes);
     const char *isa = NULL, *kernels = NULL;
-    int c;
-    while ((c = getopt_long(argc, argv, "o:hV", longopts, NULL)) != -1) {
+    int c, list = 0;
+    while ((c = getopt_long(argc, argv, "o:vhV", longopts, NULL)) != -1) {
         switch (c) {
         case 'o': out = optarg; break;
         case 's': o.input_shapes[o.n_input_shapes++] = optarg; break;
@@ -60,12 +64,19 @@ int main(int argc, char **argv)
         case 'l': layers = optarg; break;
         case 'F': o.no_fusion = 1; break;
         case 'W': o.no_widen = 1; break;
+        case 'v': o.trace = stderr; break;
+        case 'L': list = 1; break;
         case 'I': isa = optarg; break;
         case 'K': kernels = optarg; break;
         case 'h': fputs(usage, stdout); return 0;
         case 'V': puts("build-engine (parity) " PARITY_VERSION); return 0;
         default: die_usage("build-engine", "unknown option");
         }
+    }
+    if (list) {
+        engine_list_passes(stdout);
+        free(o.input_shapes);
+        return 0;
     }
     if (optind != argc - 1) die_usage("build-engine", "expected exactly one MODEL.onnx");
     if (!out) die_usage("build-engine", "missing -o ENGINE");

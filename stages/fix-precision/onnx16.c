@@ -276,7 +276,7 @@ static void retype(typer_t *t, char **fp32, int nf)
 
 /* ---- the scale/shift folds of parity's build, carried into the model ----
  * build-engine folds a per-channel Mul/Add (and a BatchNormalization) after a Conv into its weights in
- * FP32 and rounds the folded weights once (graph/fuse.c); converting the
+ * FP32 and rounds the folded weights once (passes/fuse.c); converting the
  * unfolded weights first would round twice. So the typed model gets the
  * folded weights of the searched configuration, and the Mul/Add go. */
 
@@ -321,7 +321,7 @@ static void set_input(Onnx__NodeProto *n, size_t k, const char *name)
     n->input[k] = xstrdup(name);
 }
 
-/* The Add a Conv took as its residual (graph/fuseres.c): it reads the
+/* The Add a Conv took as its residual (passes/fuseres.c): it reads the
  * residual value, which no weight fold does. */
 static int residual_add(const Onnx__NodeProto *a, const graph_t *bg, const node_t *n)
 {

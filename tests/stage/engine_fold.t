@@ -1,6 +1,6 @@
 #!/usr/bin/python3
-# Build-time folds modelled as a deploy engine does them (graph/foldbn.c,
-# graph/fuse.c), each switchable in the precision config (fold: {batchnorm,
+# Build-time folds modelled as a deploy engine does them (passes/foldbn.c,
+# passes/fuse.c), each switchable in the precision config (fold: {batchnorm,
 # scale_bias, activation}), and the build-time report of constants beyond
 # the target precision's range (precision/range.c).
 #  1. BatchNormalization folded into Conv, grouped ConvTranspose and Gemm

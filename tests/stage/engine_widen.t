@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-# FP16-storage models carried as float32 rounded to float16 (graph/widen.c):
+# FP16-storage models carried as float32 rounded to float16 (passes/widen.c):
 # the float16 converter's rewrite of a Conv/Relu net (exported_models.py)
 # must give the same bits as running its float16 tensors as float16
 # (build-engine --no-widen) at every precision policy, while its Relus fuse

@@ -1,11 +1,13 @@
 /* graph.h — parity's graph IR: values (tensors by name) and nodes in
  * execution order. Both the ONNX loader and the engine-file reader produce
- * it; shape inference, constant folding, dead-node removal, precision
- * assignment and memory planning transform it; the executor runs it. */
+ * it; the build passes (stages/lib/passes/, walked by engine/build.c)
+ * transform it; the executor runs it. The IR knows nothing of kernels: a
+ * node's `op` is an opaque pointer into the op table that ops/ fills in. */
 #ifndef PARITY_GRAPH_H
 #define PARITY_GRAPH_H
 
 #include <stdint.h>
+#include "graph/act.h"
 #include "tensor/tensor.h"
 #include "onnx.pb-c.h"
 
@@ -33,7 +35,7 @@ typedef struct value {
     int last_use;        /* index of the last node reading it, -1 if none */
     int is_output;
     int64_t offset;      /* arena offset from memory planning, -1 = dynamic */
-    dtype_t half_typed;  /* the model's half type of a value carried as float32 (widen.c); build only */
+    dtype_t half_typed;  /* the model's half type of a value carried as float32 (passes/widen.c); build only */
 } value_t;
 
 typedef struct node {
@@ -55,14 +57,14 @@ typedef struct node {
                                       (the cast at a precision boundary) */
     char *fused_from;              /* comma-separated original node names */
     dtype_t model_storage;         /* the model's half type of its float outputs when the build
-                                      carries them as float32 (widen.c); build only */
+                                      carries them as float32 (passes/widen.c); build only */
     char *range_note;              /* float32 constants this layer reads beyond its precision's
                                       range (precision/range.c; layer report only, not in the engine) */
-    /* an activation fused into this layer's output (fuse.c): applied in
+    /* an activation fused into this layer's output (passes/fuse.c): applied in
      * float32 before the storage rounding, as a GPU engine's fused epilogue */
-    int act;                       /* ACT_NONE, ACT_RELU, ACT_CLIP, ACT_LEAKY, ACT_SIGMOID, ACT_SILU */
+    int act;                       /* ACT_* (graph/act.h) */
     float act_a, act_b;            /* clip min/max, leaky alpha */
-    int residual;                  /* a residual Add fused into this Conv (fuse.c): its last input is
+    int residual;                  /* a residual Add fused into this Conv (passes/fuse.c): its last input is
                                       added to the output in float32, before the activation */
     /* control flow (If, Loop, Scan): the subgraphs of its graph attributes,
      * and how many of in[] are implicit: the outer values the subgraphs read
@@ -73,9 +75,6 @@ typedef struct node {
     char **sub_attr;               /* "then_branch", "else_branch", "body" */
     int n_implicit;
 } node_t;
-
-/* ACT_SILU: x * Sigmoid(x), fused from Sigmoid and Mul (fuse.c) */
-enum { ACT_NONE = 0, ACT_RELU, ACT_CLIP, ACT_LEAKY, ACT_SIGMOID, ACT_SILU };
 
 typedef struct opset_import { char *domain; int version; } opset_import_t;
 
@@ -96,7 +95,7 @@ typedef struct graph {
     int n_formal_inputs;
     const struct graph *parent;    /* the enclosing graph while loading */
     int resorted;        /* nodes the loader moved to sort the graph (toposort.c) */
-    int widened;         /* float16 activations carried as float32 (widen.c) */
+    int widened;         /* float16 activations carried as float32 (passes/widen.c) */
 } graph_t;
 
 graph_t *graph_new(const char *source);

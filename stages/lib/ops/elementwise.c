@@ -122,7 +122,7 @@ static void run_chunk(void *arg, int64_t k)
     if (x->act) node_act_range(x->j->c->node, (float *)x->j->o + s, e - s);
 }
 
-/* A fused activation (a SiLU after an Add, graph/fuse.c) runs on each
+/* A fused activation (a SiLU after an Add, passes/fuse.c) runs on each
  * chunk while it is in cache rather than in a second pass over the whole
  * output: the same function of the same values, so the same bits. */
 int ew_parallel(const ew_job_t *j, int64_t total, ew_range_fn fn)

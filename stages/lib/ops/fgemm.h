@@ -14,10 +14,11 @@
 #define PARITY_FGEMM_H
 
 #include <stdint.h>
+#include "graph/act.h"
 
 typedef struct fgemm_epi {
     const float *bias;       /* bias[i] added to row i of C, or NULL */
-    int act;                 /* ACT_NONE, ACT_RELU, ACT_CLIP, ACT_LEAKY, ACT_SIGMOID or ACT_SILU (graph.h) */
+    int act;                 /* ACT_NONE, ACT_RELU, ACT_CLIP, ACT_LEAKY, ACT_SIGMOID or ACT_SILU (graph/act.h) */
     float a, b;              /* Clip bounds; LeakyRelu's alpha in a */
     const float *col_bias;   /* col_bias[j] added to column j of C (a MatMul's fused bias), or NULL */
 } fgemm_epi_t;

@@ -9,7 +9,6 @@
 #include <immintrin.h>
 #include "ops/fgemm_impl.h"
 #include "ops/transpose8x8.h"
-#include "graph/graph.h"
 
 #define AT __attribute__((target("avx2,fma")))
 

@@ -10,7 +10,6 @@
 #include "ops/fgemm_impl.h"
 #include "ops/transpose8x8.h"
 #include "ops/vmath_avx512.h"
-#include "graph/graph.h"
 
 #define KT __attribute__((target("avx512f")))
 

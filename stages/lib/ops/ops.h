@@ -69,7 +69,7 @@ typedef struct op_def {
      * than it writes the output's element at the same place (elementwise
      * loops; Softmax, whose rows are read before they are written). The
      * memory plan then gives the output the bytes of such an input that no
-     * later node reads (graph/passes.c). */
+     * later node reads (passes/memplan.c). */
     unsigned inplace : 1;
     /* The kernel keeps in op_ctx_t's cache only what depends on input 1
      * (MatMulInteger's B, packed): it gets the cache where

@@ -102,7 +102,7 @@ static void round_to_precision(float *y, const float *x, int64_t count, precisio
     pool_for((count + ROUND_BLOCK - 1) / ROUND_BLOCK, round_block, &j);
 }
 
-/* The fused epilogue (graph/fuse.c) on the layer's float32 output, a
+/* The fused epilogue (passes/fuse.c) on the layer's float32 output, a
  * block of elements per task: the same formulas as the Relu, Clip and
  * LeakyRelu kernels, the standalone Sigmoid's function (vmath.h, the same
  * bits on every CPU), and SiLU's product as the Mul computes it

@@ -34,7 +34,7 @@ int node_infer_shapes(const node_t *n, const tensor_t *const *in, tensor_t **out
 int node_run(const node_t *n, const tensor_t *const *in, tensor_t **out, int threads,
              scratch_pool_t *pool, void **cache, perr_t *e);
 
-/* Node n's fused activation (graph/fuse.c) on len float32 outputs in
+/* Node n's fused activation (passes/fuse.c) on len float32 outputs in
  * place: what node_run applies after a kernel that left it (act_done 0);
  * elementwise kernels apply it to each block of output they finish. */
 void node_act_range(const node_t *n, float *x, int64_t len);

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "precision/precision.h"
-#include "graph/passes.h"
+#include "passes/passes.h"
 #include "config/config.h"
 #include "config/schema.h"
 #include "ops/ops.h"
@@ -226,7 +226,7 @@ static int needs_rounding(const graph_t *g, const node_t *n, int k, int v)
     if (n->precision == PREC_FP32) return 0;
     const value_t *val = &g->vals[v];
     if (val->t.dtype != DT_FLOAT && val->t.dtype != DT_UNDEFINED) return 0;
-    /* a value the model types as half (carried as float32, graph/widen.c)
+    /* a value the model types as half (carried as float32, passes/widen.c)
      * is not rounded further, as when it ran as a half tensor */
     if (val->half_typed) return 0;
     /* TF32 rounds the two multiplied operands; a bias is added in fp32 */
@@ -287,11 +287,11 @@ static void keep_model_storage(const graph_t *g, node_t *n)
 
 /* One graph, then the subgraphs of its control-flow nodes (their layers
  * are named by subgraph path, so the rules' globs reach inside). */
-static void apply_graph(graph_t *g, const precision_policy_t *pp, precision_rule_t *rules, FILE *warn, int *found)
+static void assign_graph(graph_t *g, const precision_policy_t *pp, precision_rule_t *rules)
 {
     for (int i = 0; i < g->n_nodes; i++) {
         node_t *n = &g->nodes[i];
-        for (int k = 0; k < n->n_sub; k++) apply_graph(n->sub[k], pp, rules, warn, found);
+        for (int k = 0; k < n->n_sub; k++) assign_graph(n->sub[k], pp, rules);
         if (!produces_float(g, n)) {
             n->precision = PREC_FP32;
             n->storage = DT_FLOAT;
@@ -309,27 +309,41 @@ static void apply_graph(graph_t *g, const precision_policy_t *pp, precision_rule
         choose_precision(n, pp, rules);
         keep_model_storage(g, n);
     }
-    /* fusion sees each layer's precision (only equal ones fuse) and comes
-     * before the boundary rounding, so folded weights are rounded once */
-    if (pp->fuse) graph_fuse(g, pp->folds);
-    /* after the folds (what the engine casts), before constants are rounded */
-    if (!pp->strongly_typed) *found += precision_check_range(g, warn, *found);
-    if (!pp->strongly_typed) mark_boundaries(g);
 }
 
-int precision_apply(graph_t *g, const precision_policy_t *pp, FILE *warn, perr_t *e)
+int precision_assign(graph_t *g, const precision_policy_t *pp, FILE *warn)
 {
     precision_rule_t *rules = pp->rules;
     for (int r = 0; r < pp->n_rules; r++) rules[r].matched = 0;
+    assign_graph(g, pp, rules);
+    int unmatched = 0;
+    for (int r = 0; r < pp->n_rules && !pp->strongly_typed; r++) {
+        if (rules[r].matched) continue;
+        unmatched++;
+        if (warn)
+            fprintf(warn, "build-engine: warning: %s: rule '%s' matches no layer\n", rules[r].where,
+                    rules[r].glob ? rules[r].glob : rules[r].op);
+    }
+    return unmatched;
+}
+
+/* The subgraphs first, then the graph, as assign_graph: the range notes
+ * after the folds (what the engine casts), before constants are rounded. */
+static void boundaries_graph(graph_t *g, FILE *warn, int *found)
+{
+    for (int i = 0; i < g->n_nodes; i++)
+        for (int k = 0; k < g->nodes[i].n_sub; k++) boundaries_graph(g->nodes[i].sub[k], warn, found);
+    *found += precision_check_range(g, warn, *found);
+    mark_boundaries(g);
+}
+
+int precision_mark_boundaries(graph_t *g, const precision_policy_t *pp, FILE *warn)
+{
+    if (pp->strongly_typed) return 0;   /* the model's Casts are its boundaries */
     int found = 0;
-    apply_graph(g, pp, rules, warn, &found);
+    boundaries_graph(g, warn, &found);
     if (warn && found > RANGE_SHOWN)
         fprintf(warn, "build-engine: warning: %d more layers read constants beyond their precision's range "
                       "(out_of_range in the layer report)\n", found - RANGE_SHOWN);
-    for (int r = 0; r < pp->n_rules && warn && !pp->strongly_typed; r++)
-        if (!rules[r].matched)
-            fprintf(warn, "build-engine: warning: %s: rule '%s' matches no layer\n", rules[r].where,
-                    rules[r].glob ? rules[r].glob : rules[r].op);
-    (void)e;
-    return 0;
+    return found;
 }

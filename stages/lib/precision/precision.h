@@ -28,17 +28,24 @@ typedef struct precision_policy {
     precision_rule_t *rules;
     int n_rules;
     char *source;          /* config file, or "" */
-    int fuse;              /* fuse layers (graph/fuse.c) once precisions are chosen */
-    unsigned folds;        /* which build-time folds run (FOLD_* of graph/passes.h; config key fold:) */
+    unsigned folds;        /* which build-time folds run (FOLD_* of passes/passes.h; config key fold:) */
 } precision_policy_t;
 
 /* Loads a precision config (path may be NULL); cli_precision, when given,
  * overrides its global precision. */
 int precision_policy_load(precision_policy_t *pp, const char *path, const char *cli_precision, perr_t *e);
 void precision_policy_free(precision_policy_t *pp);
-/* Assigns precision, storage, reason and boundary rounding to every node;
- * warns on `warn` (if not NULL) about rules that match no layer. */
-int precision_apply(graph_t *g, const precision_policy_t *pp, FILE *warn, perr_t *e);
+/* Two build passes, with the folds of passes/passes.h between them (only
+ * layers of equal precision fuse; folded weights are rounded once):
+ * precision_assign gives every node (subgraphs included) its precision,
+ * storage type and reason, warns on `warn` (if not NULL) about each rule
+ * that matches no layer and returns how many do; precision_mark_boundaries
+ * notes constants beyond a layer's range (range.c, warning on `warn`),
+ * marks the inputs rounded at a precision boundary and rounds constants
+ * read in one narrower precision only, and returns how many layers have a
+ * range note. */
+int precision_assign(graph_t *g, const precision_policy_t *pp, FILE *warn);
+int precision_mark_boundaries(graph_t *g, const precision_policy_t *pp, FILE *warn);
 
 /* range.c: notes on each layer of g (node->range_note; not its subgraphs)
  * the float32 constants it reads that lie beyond its precision's range

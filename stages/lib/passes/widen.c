@@ -10,7 +10,7 @@
  * float32 on exactly widened inputs and rounded its outputs to nearest
  * even; fusing an activation that commutes with that rounding (Relu, Clip,
  * LeakyRelu) changes no bit, one that does not (Sigmoid) is then the GPU's
- * fused form (graph/fuse.c).
+ * fused form (passes/fuse.c).
  *
  * All or nothing, so no float16 tensor meets a float32 one it did not meet
  * before: graphs with control flow, float16 graph inputs or outputs, an
@@ -19,7 +19,7 @@
  * left as they are. */
 #include <stdlib.h>
 #include <string.h>
-#include "graph/passes.h"
+#include "passes/passes.h"
 #include "ops/ops.h"
 
 static int is_half(dtype_t t)

@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "graph/fuse_int.h"
+#include "passes/fuse_int.h"
 
 static int same_shape(const value_t *a, const value_t *b)
 {

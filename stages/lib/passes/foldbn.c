@@ -12,7 +12,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include "graph/fuse_int.h"
+#include "passes/fuse_int.h"
 
 static int is_op(const node_t *n, const char *op)
 {

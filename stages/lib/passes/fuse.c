@@ -15,8 +15,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "graph/passes.h"
-#include "graph/fuse_int.h"
+#include "passes/passes.h"
+#include "passes/fuse_int.h"
 
 static int act_kind(const graph_t *g, const node_t *a, float *lo, float *hi)
 {
@@ -303,40 +303,12 @@ static int *count_readers(const graph_t *g)
     return readers;
 }
 
-/* Drops the nodes fused so far and recounts readers for the next pass. */
-static void next_round(graph_t *g, int **readers, char **drop)
+/* An activation into the Conv/ConvTranspose/Gemm (MatMul at float32) that
+ * feeds only it. */
+static int fuse_act(graph_t *g, const int *readers, char *drop)
 {
-    compact(g, *drop);
-    free(*readers);
-    free(*drop);
-    *readers = count_readers(g);
-    *drop = xcalloc(g->n_nodes + 1, 1);
-}
-
-int graph_fuse_activations(graph_t *g)
-{
-    return graph_fuse(g, FOLD_ALL);
-}
-
-int graph_fuse(graph_t *g, unsigned folds)
-{
-    graph_index(g);
-    int *readers = count_readers(g);
-    char *drop = xcalloc(g->n_nodes + 1, 1);
     int fused = 0;
-    if (folds & FOLD_BATCHNORM) {
-        fused += fold_batchnorm(g, readers, drop);
-        next_round(g, &readers, &drop);
-    }
-    if (folds & FOLD_SCALE_BIAS) fused += fold_affine(g, readers, drop);
-    if (folds & FOLD_SCALE_BIAS) fused += fold_matmul_bias(g, readers, drop);
-    if (folds & FOLD_ACTIVATION) fused += fuse_silu(g, readers, drop);
-    next_round(g, &readers, &drop);
-    if (folds & FOLD_RESIDUAL) {
-        fused += fold_residual(g, readers, drop);
-        next_round(g, &readers, &drop);
-    }
-    for (int i = 0; i < g->n_nodes && (folds & FOLD_ACTIVATION); i++) {
+    for (int i = 0; i < g->n_nodes; i++) {
         node_t *a = &g->nodes[i];
         if (a->n_in < 1 || a->in[0] < 0 || a->n_out != 1 || a->out[0] < 0) continue;
         int v = a->in[0], p = g->vals[v].producer;
@@ -356,8 +328,39 @@ int graph_fuse(graph_t *g, unsigned folds)
         drop[i] = 1;
         fused++;
     }
+    return fused;
+}
+
+/* One round of a fusion: the nodes fused (marked in drop) are removed once
+ * it is over, so the next round sees the graph as rewritten and counts
+ * readers afresh. The subgraphs of control-flow nodes first, each a graph
+ * of its own. */
+typedef int round_fn(graph_t *g, const int *readers, char *drop);
+
+static int fuse_round(graph_t *g, round_fn *fn)
+{
+    int fused = 0;
+    for (int i = 0; i < g->n_nodes; i++)
+        for (int k = 0; k < g->nodes[i].n_sub; k++) fused += fuse_round(g->nodes[i].sub[k], fn);
+    graph_index(g);
+    int *readers = count_readers(g);
+    char *drop = xcalloc(g->n_nodes + 1, 1);
+    fused += fn(g, readers, drop);
     compact(g, drop);
     free(drop);
     free(readers);
     return fused;
 }
+
+/* Per-channel scales and shifts into a Conv, then per-column bias Adds
+ * into a MatMul: one round, as the MatMul rule never meets a Conv's. */
+static int fold_scale_bias(graph_t *g, const int *readers, char *drop)
+{
+    return fold_affine(g, readers, drop) + fold_matmul_bias(g, readers, drop);
+}
+
+int graph_fold_batchnorm(graph_t *g) { return fuse_round(g, fold_batchnorm); }
+int graph_fold_scale_bias(graph_t *g) { return fuse_round(g, fold_scale_bias); }
+int graph_fuse_silu(graph_t *g) { return fuse_round(g, fuse_silu); }
+int graph_fold_residual(graph_t *g) { return fuse_round(g, fold_residual); }
+int graph_fuse_activations(graph_t *g) { return fuse_round(g, fuse_act); }

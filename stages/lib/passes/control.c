@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "graph/passes.h"
+#include "passes/passes.h"
 #include "ops/run.h"
 
 /* Trip counts beyond this are refused at build time (the runtime bound of
