@@ -41,13 +41,13 @@ static double median(double *v, int n)
 }
 
 /* One inference; its wall time in ms (the outputs kept in *out). */
-static double run_once(const graph_t *g, const tensor_set_t *in, exec_opts_t *xo, tensor_set_t *out)
+static double run_once(exec_session_t *s, const tensor_set_t *in, tensor_set_t *out)
 {
     perr_t e = {0};
     tensorset_free(out);
     memset(out, 0, sizeof *out);
     double t0 = now_ms();
-    if (exec_run(g, in, xo, out, &e)) {
+    if (exec_session_run(s, in, NULL, out, &e)) {
         fprintf(stderr, "engines_ab: %s\n", e.msg);
         exit(3);
     }
@@ -96,14 +96,20 @@ int main(int argc, char **argv)
         fprintf(stderr, "engines_ab: %s\n", e.msg);
         return 2;
     }
-    exec_opts_t xo[2] = {{.threads = threads}, {.threads = threads}};
+    const exec_config_t xc = {.threads = threads};
+    exec_session_t *xs[2];
+    for (int k = 0; k < 2; k++)
+        if (!(xs[k] = exec_session_open(g[k], &xc, &e))) {
+            fprintf(stderr, "engines_ab: %s\n", e.msg);
+            return 2;
+        }
     double *t[2] = {calloc(pairs, sizeof(double)), calloc(pairs, sizeof(double))};
     double *ratio = calloc(pairs, sizeof(double));
-    for (int k = 0; k < 2; k++) run_once(g[k], &in, &xo[k], &out[k]);   /* warm: arena, caches */
+    for (int k = 0; k < 2; k++) run_once(xs[k], &in, &out[k]);   /* warm: arena, caches */
     for (int i = 0; i < pairs; i++) {
         int first = i % 2;   /* alternate which goes first */
-        t[first][i] = run_once(g[first], &in, &xo[first], &out[first]);
-        t[1 - first][i] = run_once(g[1 - first], &in, &xo[1 - first], &out[1 - first]);
+        t[first][i] = run_once(xs[first], &in, &out[first]);
+        t[1 - first][i] = run_once(xs[1 - first], &in, &out[1 - first]);
         ratio[i] = t[1][i] / t[0][i];
     }
     printf("A %.2f ms  B %.2f ms  (medians of %d, %d thread%s)  B/A %.4f (median of per-pair ratios)\n",
@@ -111,7 +117,7 @@ int main(int argc, char **argv)
     printf("outputs: %s\n", same_outputs(&out[0], &out[1]) ? "identical" : "DIFFER");
     for (int k = 0; k < 2; k++) {
         tensorset_free(&out[k]);
-        exec_opts_release(&xo[k]);
+        exec_session_close(xs[k]);
         graph_free(g[k]);
         free(t[k]);
     }

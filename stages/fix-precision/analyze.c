@@ -266,10 +266,10 @@ static int local_error(fp_ctx_t *c, const int *lmap, const fp_sample_t *s, tenso
 {
     graph_t *g = fp_build(c, c->low, NULL, 1, e);
     if (!g) return -1;
-    exec_opts_t xo = {.threads = c->threads, .dump = "all", .reference = dump};
+    const exec_config_t xc = {.threads = c->threads, .dump = "all"};
+    const exec_run_opts_t ro = {.reference = dump};
     tensor_set_t out = {0};
-    int rc = exec_run(g, &s->in, &xo, &out, e);
-    exec_opts_release(&xo);
+    int rc = exec_once(g, &xc, &s->in, &ro, &out, e);
     cmp_work_t *w = cmp_work_new();
     double lim = range_of(c->low);
     for (int i = 0; i < g->n_nodes && !rc; i++) {
@@ -313,11 +313,10 @@ int fp_analyze(fp_ctx_t *c, perr_t *e)
     tensor_set_t dump0 = {0};
     /* value ranges over the first STAT_SAMPLES search samples (a dump of
      * every tensor is ~100 MB per RT-DETR image) */
+    const exec_config_t xc = {.threads = c->threads, .dump = "all"};
     for (int i = 0; i < c->n_search && i < STAT_SAMPLES && !rc; i++) {
-        exec_opts_t xo = {.threads = c->threads, .dump = "all"};
         tensor_set_t dump = {0};
-        rc = exec_run(g, &c->s[i].in, &xo, &dump, e);
-        exec_opts_release(&xo);
+        rc = exec_once(g, &xc, &c->s[i].in, NULL, &dump, e);
         if (!rc) collect_stats(c, g, lmap, &c->s[i], &dump);
         if (i == 0) dump0 = dump;
         else tensorset_free(&dump);

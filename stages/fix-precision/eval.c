@@ -117,11 +117,17 @@ int fp_load_samples(fp_ctx_t *c, const char *dir, int n_search, int n_hold, perr
     return 0;
 }
 
-static int run_one(const fp_ctx_t *c, const graph_t *g, exec_opts_t *xo, const fp_sample_t *s, tensor_set_t *out,
-                   perr_t *e)
+/* A session on g for the samples of one build. */
+static exec_session_t *session_open(const fp_ctx_t *c, const graph_t *g, perr_t *e)
+{
+    const exec_config_t xc = {.threads = c->threads};
+    return exec_session_open(g, &xc, e);
+}
+
+static int run_one(exec_session_t *xs, const fp_sample_t *s, tensor_set_t *out, perr_t *e)
 {
     memset(out, 0, sizeof *out);
-    if (exec_run(g, &s->in, xo, out, e)) return perr_prefix(e, "sample '%s': ", s->id);
+    if (exec_session_run(xs, &s->in, NULL, out, e)) return perr_prefix(e, "sample '%s': ", s->id);
     return 0;
 }
 
@@ -248,9 +254,10 @@ int fp_evaluate(fp_ctx_t *c, char **fp32, int n, int lo, int hi, int counted, fp
     free(cfg);
     if (!g) return -1;
     tensor_set_t *outs = xcalloc(hi - lo + 1, sizeof *outs);
-    exec_opts_t xo = {.threads = c->threads};
-    for (int i = lo; i < hi && !rc; i++) rc = run_one(c, g, &xo, &c->s[i], &outs[i - lo], e);
-    exec_opts_release(&xo);
+    exec_session_t *xs = session_open(c, g, e);
+    if (!xs) rc = -1;
+    for (int i = lo; i < hi && !rc; i++) rc = run_one(xs, &c->s[i], &outs[i - lo], e);
+    exec_session_close(xs);
     graph_free(g);
     memset(sc, 0, sizeof *sc);
     sc->worst_snr = INFINITY;
@@ -281,13 +288,13 @@ int fp_reference(fp_ctx_t *c, perr_t *e)
     double t0 = fp_now();
     graph_t *g = fp_build(c, "fp32", NULL, 0, e);
     if (!g) return -1;
-    exec_opts_t xo = {.threads = c->threads};
-    int rc = 0;
-    for (int i = 0; i < c->n_samples && !rc; i++) rc = run_one(c, g, &xo, &c->s[i], &c->s[i].ref, e);
+    exec_session_t *xs = session_open(c, g, e);
+    int rc = xs ? 0 : -1;
+    for (int i = 0; i < c->n_samples && !rc; i++) rc = run_one(xs, &c->s[i], &c->s[i].ref, e);
     /* the budget's first estimate of an evaluation's seconds per sample (a
      * reduced precision's emulation costs more than FP32: twice, until measured) */
     if (c->n_samples) c->sample_s = 2 * (fp_now() - t0) / c->n_samples;
-    exec_opts_release(&xo);
+    exec_session_close(xs);
     graph_free(g);
     if (!rc && c->crit.use_map) {
         tensor_set_t *outs = xcalloc(c->n_samples, sizeof *outs);

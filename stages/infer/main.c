@@ -64,7 +64,7 @@ int main(int argc, char **argv)
         {"version", no_argument, 0, 'V'}, {0, 0, 0, 0},
     };
     infer_job_t job = {.runs = 1, .dump = {.budget = -1}};
-    exec_opts_t xo = {.threads = 1};
+    exec_config_t xc = {.threads = 1};
     const char *reference = NULL;
     const char *isa = NULL, *kernels = NULL;
     int c;
@@ -73,8 +73,8 @@ int main(int argc, char **argv)
         switch (c) {
         case 'i': job.in = optarg; break;
         case 'o': job.out = optarg; break;
-        case 'd': xo.dump = optarg; break;
-        case 't': xo.threads = (int)opt_int("infer", "--threads", optarg, 1, 256); break;
+        case 'd': xc.dump = optarg; break;
+        case 't': xc.threads = (int)opt_int("infer", "--threads", optarg, 1, 256); break;
         case 'r': job.runs = (int)opt_int("infer", "--runs", optarg, 1, 1000000); break;
         case 'W': job.warmup = (int)opt_int("infer", "--warmup", optarg, 0, 1000000); break;
         case 'R': reference = optarg; break;
@@ -91,21 +91,20 @@ int main(int argc, char **argv)
     }
     if (optind != argc - 1) die_usage("infer", "expected exactly one ENGINE");
     if (!job.in || !job.out) die_usage("infer", "missing -i IN or -o OUT");
-    if ((job.dump.budget >= 0 || job.dump.like) && !xo.dump) die_usage("infer", "--dump-budget and --dump-like need --dump");
+    if ((job.dump.budget >= 0 || job.dump.like) && !xc.dump) die_usage("infer", "--dump-budget and --dump-like need --dump");
     if (job.dump.budget >= 0 && job.dump.like) die_usage("infer", "--dump-budget and --dump-like: give one");
     if (job.dump.like && !is_dir(job.dump.like)) die_usage("infer", "--dump-like %s: not a folder", job.dump.like);
     /* OpenBLAS stays single-threaded: parity's pool splits work into tiles
      * that do not depend on the thread count (ops/blas.c) */
     isa_configure("infer", isa, kernels);
     blas_single_thread();
-    pool_set_threads(xo.threads);
+    pool_set_threads(xc.threads);
 
     perr_t e = {0};
     graph_t *g = engine_read(argv[optind], NULL, &e);
     if (!g) perr_die("infer", &e);
     job.reference = reference;
-    if (infer_all(g, &xo, &job, &e)) perr_die("infer", &e);
-    exec_opts_release(&xo);
+    if (infer_all(g, &xc, &job, &e)) perr_die("infer", &e);
     graph_free(g);
     return 0;
 }

@@ -42,10 +42,20 @@ static int is_single_set(const char *dir)
     return found;
 }
 
+/* What every sample of a job runs with. */
+typedef struct infer_ctx {
+    exec_session_t *s;
+    const graph_t *g;
+    const exec_config_t *cfg;
+    const infer_job_t *job;
+    double *times;      /* job->runs entries: the last sample's run times */
+    double *layer_ms;   /* --profile: every timed run's layer times added up */
+} infer_ctx_t;
+
 /* Runs one sample: warmup untimed runs (outside the per-layer profile too),
- * then runs timed ones into times[runs]. */
-static int run_sample(const graph_t *g, exec_opts_t *xo, const char *in, const char *out,
-                      const char *ref, int warmup, int runs, double *times, const dump_limit_t *lim, perr_t *e)
+ * then timed ones into c->times. */
+static int run_sample(const infer_ctx_t *c, const char *in, const char *out, const char *ref,
+                      const dump_limit_t *lim, perr_t *e)
 {
     tensor_set_t inputs, refset = {0};
     if (tensorset_read(in, &inputs, e)) return -1;
@@ -54,26 +64,24 @@ static int run_sample(const graph_t *g, exec_opts_t *xo, const char *in, const c
         tensorset_free(&inputs);
         return BAD(e, "%s: the reference dump holds no tensors", ref);
     }
-    xo->reference = ref ? &refset : NULL;
+    const exec_run_opts_t warm = {.reference = ref ? &refset : NULL},
+                          timed = {.reference = warm.reference, .layer_ms = c->layer_ms};
     int rc = 0;
     tensor_set_t outputs = {0};
-    double *layer_ms = xo->layer_ms;
-    xo->layer_ms = NULL;
-    for (int r = 0; r < warmup && !rc; r++) {
-        rc = exec_run(g, &inputs, xo, &outputs, e);
+    for (int r = 0; r < c->job->warmup && !rc; r++) {
+        rc = exec_session_run(c->s, &inputs, &warm, &outputs, e);
         tensorset_free(&outputs);
     }
-    xo->layer_ms = layer_ms;
-    for (int r = 0; r < runs && !rc; r++) {
+    for (int r = 0; r < c->job->runs && !rc; r++) {
         tensorset_free(&outputs);
         double t0 = now_ms();
-        rc = exec_run(g, &inputs, xo, &outputs, e);
-        times[r] = now_ms() - t0;
+        rc = exec_session_run(c->s, &inputs, &timed, &outputs, e);
+        c->times[r] = now_ms() - t0;
     }
     if (rc) perr_prefix(e, "%s: ", in);
     char *tmp = rc ? NULL : dir_stage_begin(out, e);
     if (!rc && !tmp) rc = -1;
-    if (!rc && xo->dump) dump_select(g, &outputs, lim, out);
+    if (!rc && c->cfg->dump) dump_select(c->g, &outputs, lim, out);
     if (!rc && tensorset_write(tmp, &outputs, e)) rc = -1;
     if (!rc) rc = dir_stage_commit(tmp, out, e);
     else if (tmp) { remove_tree(tmp); free(tmp); }
@@ -117,19 +125,21 @@ static int write_profile(const graph_t *g, const double *ms, int runs, const cha
     return rc;
 }
 
-int infer_all(const graph_t *g, exec_opts_t *xo, const infer_job_t *job, perr_t *e)
+int infer_all(const graph_t *g, const exec_config_t *cfg, const infer_job_t *job, perr_t *e)
 {
     int total_runs = 0;
-    if (job->profile) xo->layer_ms = xcalloc(g->n_nodes + 1, sizeof *xo->layer_ms);
+    infer_ctx_t c = {.s = exec_session_open(g, cfg, e), .g = g, .cfg = cfg, .job = job};
+    if (!c.s) return -1;
+    c.layer_ms = job->profile ? xcalloc(g->n_nodes + 1, sizeof *c.layer_ms) : NULL;
+    c.times = xcalloc(job->runs, sizeof *c.times);
     json_t *samples = json_array();
     int rc = 0;
-    double *times = xcalloc(job->runs, sizeof *times);
     if (!is_dir(job->in)) {
         rc = BAD(e, "%s: input is not a folder", job->in);
     } else if (is_single_set(job->in)) {
-        rc = run_sample(g, xo, job->in, job->out, job->reference, job->warmup, job->runs, times, &job->dump, e);
+        rc = run_sample(&c, job->in, job->out, job->reference, &job->dump, e);
         if (!rc) {
-            json_t *s = latency_json(times, job->runs);
+            json_t *s = latency_json(c.times, job->runs);
             json_object_set_new(s, "sample", json_string("."));
             json_array_append_new(samples, s);
         }
@@ -152,11 +162,11 @@ int infer_all(const graph_t *g, exec_opts_t *xo, const infer_job_t *job, perr_t 
                 if (like) lim.like = like;
                 char *where = path_join(job->out, names[i]);
                 lim.where = where;
-                rc = run_sample(g, xo, in, out, ref, job->warmup, job->runs, times, &lim, e);
+                rc = run_sample(&c, in, out, ref, &lim, e);
                 free(like);
                 free(where);
                 if (!rc) {
-                    json_t *s = latency_json(times, job->runs);
+                    json_t *s = latency_json(c.times, job->runs);
                     json_object_set_new(s, "sample", json_string(names[i]));
                     json_array_append_new(samples, s);
                 }
@@ -171,12 +181,12 @@ int infer_all(const graph_t *g, exec_opts_t *xo, const infer_job_t *job, perr_t 
         else if (stage) { remove_tree(stage); free(stage); }
     }
     total_runs = (int)json_array_size(samples) * job->runs;
-    if (!rc && job->profile) rc = write_profile(g, xo->layer_ms, total_runs, job->profile, e);
-    free(xo->layer_ms);
-    xo->layer_ms = NULL;
+    exec_session_close(c.s);
+    if (!rc && job->profile) rc = write_profile(g, c.layer_ms, total_runs, job->profile, e);
+    free(c.layer_ms);
     if (!rc && job->stats) {
         json_t *root = json_object();
-        json_object_set_new(root, "threads", json_integer(xo->threads));
+        json_object_set_new(root, "threads", json_integer(cfg->threads));
         /* the kernels that ran: the instruction set (the same bits at any)
          * and whether matrix products went to OpenBLAS (not the same bits on
          * every CPU) */
@@ -188,6 +198,6 @@ int infer_all(const graph_t *g, exec_opts_t *xo, const infer_job_t *job, perr_t 
         json_decref(root);
     }
     json_decref(samples);
-    free(times);
+    free(c.times);
     return rc;
 }

@@ -11,6 +11,7 @@ typedef struct infer_job {
     dump_limit_t dump;  /* --dump-budget / --dump-like */
 } infer_job_t;
 
-int infer_all(const graph_t *g, exec_opts_t *xo, const infer_job_t *job, perr_t *e);
+/* Opens an execution session on g with cfg for the job's samples. */
+int infer_all(const graph_t *g, const exec_config_t *cfg, const infer_job_t *job, perr_t *e);
 
 #endif

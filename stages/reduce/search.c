@@ -57,11 +57,9 @@ static graph_t *build_whole(rd_ctx_t *c, const char *precision, const char *conf
 static int run_dump(const rd_ctx_t *c, const graph_t *g, const tensor_set_t *in, const char *dump, tensor_set_t *out,
                     perr_t *e)
 {
-    exec_opts_t xo = {.threads = c->threads, .dump = dump};
+    const exec_config_t xc = {.threads = c->threads, .dump = dump};
     memset(out, 0, sizeof *out);
-    int rc = exec_run(g, in, &xo, out, e);
-    exec_opts_release(&xo);
-    return rc;
+    return exec_once(g, &xc, in, NULL, out, e);
 }
 
 /* Moves t into the reference set unless a value of that name is there. */

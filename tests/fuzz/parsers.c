@@ -100,9 +100,8 @@ static int check_engine(const char *seed_path, int iters, const char *tmpdir)
                 tensor_t *t = tensor_new(v->t.dtype ? v->t.dtype : DT_FLOAT, v->t.ndim, dims, &e2);
                 if (t) tensorset_add(&in, v->name, t);
             }
-            exec_opts_t xo = {.threads = 1};
-            if (exec_run(r, &in, &xo, &out, &err) && err.code != EXIT_BADINPUT) bad++;
-            exec_opts_release(&xo);
+            const exec_config_t xc = {.threads = 1};
+            if (exec_once(r, &xc, &in, NULL, &out, &err) && err.code != EXIT_BADINPUT) bad++;
             tensorset_free(&in);
             tensorset_free(&out);
             graph_free(r);

@@ -1,5 +1,6 @@
-/* exec.c — running a graph: bind inputs, run nodes in order through
- * node_run(), free activations at their last use, collect outputs. */
+/* exec.c — running a graph: the execution session (what persists across
+ * runs), binding inputs, running nodes in order through node_run(), freeing
+ * activations at their last use, collecting outputs. */
 #include <fnmatch.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +16,15 @@
 #ifndef PROFILE_CLOCK
 #define PROFILE_CLOCK CLOCK_MONOTONIC
 #endif
+
+struct exec_session {
+    const graph_t *g;
+    exec_config_t cfg;      /* cfg.dump points at dump */
+    char *dump;
+    char *arena;            /* every planned activation's bytes (arena_new) */
+    scratch_pool_t scratch; /* the kernels' scratch blocks */
+    void **node_cache;      /* per node of g: what its kernel keeps (packed weights) */
+};
 
 static int bind_inputs(const graph_t *g, const tensor_set_t *in, tensor_t **rt, perr_t *e)
 {
@@ -52,10 +62,10 @@ static int bind_inputs(const graph_t *g, const tensor_set_t *in, tensor_t **rt, 
     return 0;
 }
 
-static int wants_dump(const exec_opts_t *o, const char *name)
+static int wants_dump(const exec_config_t *cfg, const char *name)
 {
-    if (!o || !o->dump) return 0;
-    return !strcmp(o->dump, "all") || fnmatch(o->dump, name, 0) == 0;
+    if (!cfg->dump) return 0;
+    return !strcmp(cfg->dump, "all") || fnmatch(cfg->dump, name, 0) == 0;
 }
 
 /* The arena: one block for every activation the memory plan placed
@@ -80,9 +90,9 @@ static char *arena_new(const graph_t *g, int64_t *size)
  * reference tensor instead, and writing that into the shared bytes would
  * change what the input's other readers see: such an output gets bytes of
  * its own. */
-static int detached(const graph_t *g, const node_t *n, int k, const exec_opts_t *o)
+static int detached(const graph_t *g, const node_t *n, int k, const exec_run_opts_t *ro)
 {
-    if (!o || !o->reference) return 0;
+    if (!ro->reference) return 0;
     const value_t *y = &g->vals[n->out[k]];
     int64_t y0 = y->offset, y1 = y0 + (int64_t)tensor_nbytes(&y->t);
     for (int i = 0; i < n->n_in; i++) {
@@ -93,20 +103,6 @@ static int detached(const graph_t *g, const node_t *n, int k, const exec_opts_t 
         if (x0 < y1 && y0 < x1) return 1;
     }
     return 0;
-}
-
-void exec_opts_release(exec_opts_t *o)
-{
-    free(o->arena);
-    o->arena = NULL;
-    if (o->scratch) scratch_pool_free(o->scratch);
-    free(o->scratch);
-    o->scratch = NULL;
-    for (int i = 0; i < o->node_cache_n; i++) free(o->node_cache[i]);
-    free(o->node_cache);
-    o->node_cache = NULL;
-    o->node_cache_n = 0;
-    o->cache_graph = NULL;
 }
 
 /* A dumped tensor: a subgraph's value is dumped once per run of the
@@ -122,24 +118,24 @@ static void dump_put(tensor_set_t *out, const char *name, const tensor_t *t)
     tensorset_add(out, name, tensor_clone(t));
 }
 
-/* Node i's slot of the memory kept across runs: for the top-level graph
- * the opts were first run with, and a node whose inputs past the first are
- * all constants (what a kernel keeps there depends on those alone; input
- * 2 may vary for ops marked cache_in1). */
-static void **node_cache(const graph_t *g, int i, const exec_opts_t *o, const char *path)
+/* Node i's slot of the memory kept across runs: for a node of the
+ * session's graph (not of a subgraph) whose inputs past the first are all
+ * constants (what a kernel keeps there depends on those alone; input 2 may
+ * vary for ops marked cache_in1). */
+static void **node_cache(const graph_t *g, int i, const exec_env_t *env, const char *path)
 {
-    if (path || !o || !o->node_cache || o->cache_graph != g) return NULL;
+    if (path) return NULL;
     const node_t *n = &g->nodes[i];
     for (int k = 1; k < n->n_in; k++)
         if (n->in[k] >= 0 && g->vals[n->in[k]].kind != VAL_CONST && !(k == 2 && n->op && n->op->cache_in1))
             return NULL;
-    return &o->node_cache[i];
+    return &env->node_cache[i];
 }
 
 int exec_nodes(const graph_t *g, tensor_t **rt, tensor_t *owned, char *arena, exec_env_t *env, const char *path,
                perr_t *e)
 {
-    const exec_opts_t *o = env->o;
+    const exec_run_opts_t *ro = env->ro;
     int rc = 0;
     char dname[1024];
     for (int i = 0; i < g->n_nodes && !rc; i++) {
@@ -150,8 +146,8 @@ int exec_nodes(const graph_t *g, tensor_t **rt, tensor_t *owned, char *arena, ex
         for (int k = 0; k < n->n_in; k++) {
             int v = n->in[k];
             args[k] = v >= 0 ? rt[v] : NULL;
-            if (!path && o && o->reference && v >= 0 && g->vals[v].kind == VAL_ACTIVATION) {
-                const tensor_t *r = tensorset_get(o->reference, g->vals[v].name);
+            if (!path && ro->reference && v >= 0 && g->vals[v].kind == VAL_ACTIVATION) {
+                const tensor_t *r = tensorset_get(ro->reference, g->vals[v].name);
                 if (r) args[k] = r;
             }
             if (v >= 0 && !args[k]) { rc = BAD(e, "node '%s': input '%s' has no value", n->name, g->vals[v].name); break; }
@@ -160,7 +156,7 @@ int exec_nodes(const graph_t *g, tensor_t **rt, tensor_t *owned, char *arena, ex
         for (int k = 0; k < n->n_out; k++) {
             int v = n->out[k];
             outs[k] = v >= 0 ? &owned[v] : NULL;
-            if (v >= 0 && arena && g->vals[v].offset >= 0 && g->vals[v].shape_known && !detached(g, n, k, o)) {
+            if (v >= 0 && arena && g->vals[v].offset >= 0 && g->vals[v].shape_known && !detached(g, n, k, ro)) {
                 tensor_free_data(&owned[v]);
                 owned[v].data = arena + g->vals[v].offset;
                 owned[v].owns = 0;
@@ -168,24 +164,24 @@ int exec_nodes(const graph_t *g, tensor_t **rt, tensor_t *owned, char *arena, ex
             }
         }
         struct timespec t0, t1;
-        int timed = !path && o && o->layer_ms;
+        int timed = !path && ro->layer_ms;
         if (timed) clock_gettime(PROFILE_CLOCK, &t0);
         if (n->op->control) {
             if (exec_control(g, n, args, outs, rt, env, e)) { rc = -1; break; }
-        } else if (node_run(n, args, outs, env->threads, env->pool, node_cache(g, i, o, path), e)) {
+        } else if (node_run(n, args, outs, env->cfg->threads, env->pool, node_cache(g, i, env, path), e)) {
             rc = -1;
             break;
         }
         if (timed) {
             clock_gettime(PROFILE_CLOCK, &t1);
-            o->layer_ms[i] += (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6;
+            ro->layer_ms[i] += (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6;
         }
         for (int k = 0; k < n->n_out; k++) {
             int v = n->out[k];
             if (v < 0) continue;
             rt[v] = &owned[v];
             if (path) snprintf(dname, sizeof dname, "%s/%s", path, g->vals[v].name);
-            if (wants_dump(o, path ? dname : g->vals[v].name) && (path || !g->vals[v].is_output) &&
+            if (wants_dump(env->cfg, path ? dname : g->vals[v].name) && (path || !g->vals[v].is_output) &&
                 owned[v].dtype != DT_SEQUENCE)
                 dump_put(env->out, path ? dname : g->vals[v].name, &owned[v]);
         }
@@ -236,32 +232,49 @@ int exec_subgraph(const graph_t *sub, const tensor_t *const *inputs, exec_env_t 
     return rc;
 }
 
-int exec_run(const graph_t *g, const tensor_set_t *in, const exec_opts_t *o, tensor_set_t *out, perr_t *e)
+exec_session_t *exec_session_open(const graph_t *g, const exec_config_t *cfg, perr_t *e)
 {
+    if (cfg && cfg->threads < 0) {
+        BAD(e, "execution session: %d threads (0 or more: 0 is one)", cfg->threads);
+        return NULL;
+    }
+    exec_session_t *s = xcalloc(1, sizeof *s);
+    s->g = g;
+    if (cfg) s->cfg = *cfg;
+    if (s->cfg.threads < 1) s->cfg.threads = 1;
+    if (cfg && cfg->dump) s->cfg.dump = s->dump = xstrdup(cfg->dump);
     int64_t arena_size;
-    /* the arena lives across runs when the caller keeps it (no page faults
-     * on every run); exec_run owns it otherwise */
-    char *arena = o && o->arena ? o->arena : arena_new(g, &arena_size);
-    if (o && !o->arena) ((exec_opts_t *)o)->arena = arena;
+    /* the arena lives as long as the session: no page faults on every run */
+    s->arena = arena_new(g, &arena_size);
+    s->node_cache = xcalloc((size_t)g->n_nodes + 1, sizeof *s->node_cache);
+    return s;
+}
+
+void exec_session_close(exec_session_t *s)
+{
+    if (!s) return;
+    for (int i = 0; i < s->g->n_nodes; i++) free(s->node_cache[i]);
+    free(s->node_cache);
+    scratch_pool_free(&s->scratch);
+    free(s->arena);
+    free(s->dump);
+    free(s);
+}
+
+int exec_session_run(exec_session_t *s, const tensor_set_t *in, const exec_run_opts_t *ro, tensor_set_t *out,
+                     perr_t *e)
+{
+    static const exec_run_opts_t none = {0};
+    const graph_t *g = s->g;
     tensor_t **rt = xcalloc(g->n_vals + 1, sizeof *rt);       /* current tensor per value */
     tensor_t *owned = xcalloc(g->n_vals + 1, sizeof *owned);  /* storage of activations */
-    scratch_pool_t own_pool = {0}, *pool = &own_pool;
-    if (o) {
-        exec_opts_t *keep = (exec_opts_t *)o;
-        if (!o->scratch) keep->scratch = xcalloc(1, sizeof(scratch_pool_t));
-        pool = o->scratch;
-        if (!o->node_cache) {   /* the graph of the first run; another graph runs uncached */
-            keep->node_cache = xcalloc((size_t)g->n_nodes + 1, sizeof *keep->node_cache);
-            keep->node_cache_n = g->n_nodes;
-            keep->cache_graph = g;
-        }
-    }
+    exec_env_t env = {.cfg = &s->cfg, .ro = ro ? ro : &none, .out = out,
+                      .pool = &s->scratch, .node_cache = s->node_cache};
     int rc = 0;
-    exec_env_t env = {.o = o, .threads = o && o->threads > 0 ? o->threads : 1, .out = out, .pool = pool};
     for (int i = 0; i < g->n_vals; i++)
         if (g->vals[i].kind == VAL_CONST) rt[i] = (tensor_t *)&g->vals[i].t;
     if (bind_inputs(g, in, rt, e)) { rc = -1; goto done; }
-    rc = exec_nodes(g, rt, owned, arena, &env, NULL, e);
+    rc = exec_nodes(g, rt, owned, s->arena, &env, NULL, e);
     for (int i = 0; i < g->n_outputs && !rc; i++) {
         int v = g->outputs[i];
         if (!rt[v]) { rc = BAD(e, "output '%s' was not computed", g->vals[v].name); break; }
@@ -275,7 +288,15 @@ done:
     for (int i = 0; i < g->n_vals; i++) tensor_free_data(&owned[i]);
     free(owned);
     free(rt);
-    if (!o) free(arena);
-    scratch_pool_free(&own_pool);
+    return rc;
+}
+
+int exec_once(const graph_t *g, const exec_config_t *cfg, const tensor_set_t *in, const exec_run_opts_t *ro,
+              tensor_set_t *out, perr_t *e)
+{
+    exec_session_t *s = exec_session_open(g, cfg, e);
+    if (!s) return -1;
+    int rc = exec_session_run(s, in, ro, out, e);
+    exec_session_close(s);
     return rc;
 }

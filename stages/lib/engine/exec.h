@@ -1,31 +1,45 @@
 /* exec.h — the executor: runs a built graph on one tensor set. Activations
  * are freed at their last use (liveness from the build); constants are
- * borrowed from the graph. */
+ * borrowed from the graph.
+ *
+ * An execution session (in the manner of ONNX Runtime's InferenceSession)
+ * binds one graph to a fixed configuration and owns what persists from one
+ * run to the next: the activation arena, the kernels' scratch blocks and
+ * each node's cache (packed weights). What may change between runs (a
+ * reference to feed layers from, a sink for layer times) is passed to each
+ * run as const options. Closing the session frees everything it kept. */
 #ifndef PARITY_EXEC_H
 #define PARITY_EXEC_H
 
 #include "graph/graph.h"
 #include "io/tensorset.h"
 
-typedef struct exec_opts {
-    int threads;
+/* Fixed for a session's life; the session keeps its own copy. */
+typedef struct exec_config {
+    int threads;                   /* worker threads a kernel may use; 0 = 1 */
     const char *dump;              /* NULL, "all", or a glob over tensor names */
+} exec_config_t;
+
+/* One run's options; none of it is written by the executor. */
+typedef struct exec_run_opts {
     const tensor_set_t *reference; /* local-error mode: feed each node the reference's inputs */
-    double *layer_ms;              /* if set: per-node time is added here (n_nodes entries) */
-    void *arena;                   /* kept across runs by the caller: exec_run allocates it */
-    struct scratch_pool *scratch;  /* the kernels' scratch blocks, kept across runs likewise */
-    void **node_cache;             /* per node of cache_graph: what its kernel keeps (packed weights) */
-    int node_cache_n;
-    const graph_t *cache_graph;
-} exec_opts_t;
+    double *layer_ms;              /* profile sink: each node's time is added to layer_ms[node] (n_nodes entries) */
+} exec_run_opts_t;
 
-/* Frees the arena, scratch and node caches an exec_opts_t kept across runs.
- * What it keeps belongs to the graph it first ran: release it before that
- * graph is freed (a new graph at the same address would find its caches). */
-void exec_opts_release(exec_opts_t *o);
+typedef struct exec_session exec_session_t;
 
+/* Opens a session on g, which must outlive it (the node caches belong to
+ * g's nodes). cfg NULL is one thread, no dump. NULL on a bad config. */
+exec_session_t *exec_session_open(const graph_t *g, const exec_config_t *cfg, perr_t *e);
 /* Binds inputs (by name; unnamed tensors by position), runs every node and
- * adds the graph outputs (and dumped tensors) to *out. */
-int exec_run(const graph_t *g, const tensor_set_t *in, const exec_opts_t *o, tensor_set_t *out, perr_t *e);
+ * adds the graph outputs (and dumped tensors) to *out. ro may be NULL. One
+ * run at a time per session. */
+int exec_session_run(exec_session_t *s, const tensor_set_t *in, const exec_run_opts_t *ro, tensor_set_t *out,
+                     perr_t *e);
+/* Frees the session's arena, scratch and node caches; NULL is a no-op. */
+void exec_session_close(exec_session_t *s);
+/* One run in a session of its own: open, run, close. */
+int exec_once(const graph_t *g, const exec_config_t *cfg, const tensor_set_t *in, const exec_run_opts_t *ro,
+              tensor_set_t *out, perr_t *e);
 
 #endif

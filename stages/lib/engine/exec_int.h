@@ -6,11 +6,14 @@
 #include "engine/exec.h"
 #include "ops/run.h"
 
+/* One run's view of its session: what it reads (config, run options) and
+ * the session's storage it fills (scratch, node cache slots). */
 typedef struct exec_env {
-    const exec_opts_t *o;
-    int threads;
+    const exec_config_t *cfg;
+    const exec_run_opts_t *ro;   /* never NULL: an empty one stands for none */
     tensor_set_t *out;           /* dumped tensors go here */
     scratch_pool_t *pool;
+    void **node_cache;           /* one slot per node of the session's (top) graph */
 } exec_env_t;
 
 /* Runs g's nodes with rt (current tensor per value: inputs and constants

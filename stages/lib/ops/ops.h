@@ -29,7 +29,8 @@ typedef struct op_ctx {
     /* Scratch memory owned by the executor, valid until the kernel returns. */
     void *(*scratch)(struct op_ctx *c, size_t bytes);
     void *scratch_owner;
-    /* This node's slot of memory kept across runs (exec_opts), or NULL.
+    /* This node's slot of memory kept across runs (by the execution
+     * session, engine/exec.h, until it closes), or NULL.
      * Given only where every input past the first is a constant of the
      * graph, so a kernel may keep there what depends on those alone (its
      * packed weights); a malloc'ed block, freed with free(). */

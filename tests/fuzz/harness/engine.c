@@ -32,9 +32,8 @@ FUZZ_READER(engine)
     int rc = layers_write_json(g, &meta, out, e);
     tensor_set_t in = {0}, res = {0};
     if (!rc && g->n_nodes <= 64 && meta.arena_bytes <= (1 << 20) && zero_inputs(g, &in)) {
-        exec_opts_t xo = {.threads = 1};
-        rc = exec_run(g, &in, &xo, &res, e);
-        exec_opts_release(&xo);
+        const exec_config_t xc = {.threads = 1};
+        rc = exec_once(g, &xc, &in, NULL, &res, e);
     }
     tensorset_free(&in);
     tensorset_free(&res);
