@@ -1,8 +1,9 @@
 #!/usr/bin/python3
 # YOLOv8-seg masks and YOLOv8-pose keypoints (coco/yolo_task.c through
 # map-eval --dt DIR --iou-type segm|keypoints --write-results) against the
-# independent reference tests/stage/yolo_task_ref.py (PyTorch's own bilinear
-# interpolate for both resizes, maskApi's RLE string rule written in Python,
+# independent reference tests/stage/yolo_task_ref.py (PyTorch's bilinear rule
+# for both resizes -- checked first against PyTorch's own interpolate where
+# PyTorch is installed -- maskApi's RLE string rule written in Python,
 # yolo_ref.py for the detections): every result must be IDENTICAL — the
 # compressed RLE string, every keypoint value, box and score bit for bit.
 # Heads and protos are random (float32 and float16), images of several
@@ -17,11 +18,34 @@ import tempfile
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
-from tap import ok, done, run, one_line_error
+from tap import ok, done, run, one_line_error, skip
 import yolo_ref
 import yolo_task_ref
 
 rng = np.random.default_rng(3535)
+
+# the reference's resize against PyTorch's own on the shapes a YOLOv8-seg
+# head resizes (proto 160 -> input 640, input -> originals) and odd ratios:
+# the taps are PyTorch's exactly; its CPU build fuses one product of each
+# lerp (x0 * w0 + x1 * w1 as fma(x0, w0, x1 * w1)), which the reference and
+# parity leave unfused, so the values may differ by one rounding per lerp,
+# two lerps deep: |ref - torch| <= 4 ulp of the largest |input| (derived:
+# each unfused sum of two weights <= 1 adds at most half an ulp of the
+# larger magnitude per rounding, three roundings per lerp, two levels)
+pairs = [((160, 160), (640, 640)), ((120, 160), (480, 640)), ((37, 53), (101, 99)), ((640, 480), (427, 640)),
+         ((7, 3), (64, 64))]
+if yolo_task_ref.resize_torch(np.zeros((2, 2)), 3, 3) is None:
+    skip("the reference's bilinear resize agrees with PyTorch's interpolate", "PyTorch is not installed")
+else:
+    bad, worst = [], 0.0
+    for (mh, mw), (h, w) in pairs:
+        a = rng.normal(0, 4, (mh, mw))
+        d = np.abs(yolo_task_ref.resize(a, h, w) - yolo_task_ref.resize_torch(a, h, w)).max() / np.spacing(np.abs(a).max())
+        worst = max(worst, d)
+        if d > 4:
+            bad.append(f"{mh}x{mw}->{h}x{w}: {d:.1f} ulp")
+    ok(not bad, f"the reference's bilinear resize agrees with PyTorch's interpolate within 4 ulp ({len(pairs)} shapes, "
+       f"worst {worst:.2f} ulp)", ", ".join(bad))
 tmp = tempfile.mkdtemp(prefix="parity-yolo-task-")
 F = np.float32
 # COCO's 17 person sigmas are map-eval's default; 5 of them for a custom K

@@ -6,8 +6,15 @@ themselves come from yolo_ref.decode; this adds, per kept detection:
 - mask: logits = sum_j coef_j * proto_j in float64 (j ascending, as a
   left-to-right sum); the proto planes' letterbox part (Ultralytics'
   scale_masks: pad = (mw - iw * gain) / 2, cut at int(pad)) resized to the
-  input size by PyTorch itself (torch.nn.functional.interpolate, bilinear,
-  align_corners=False, on float64); crop_mask (float32 column/row index
+  input size by PyTorch's bilinear rule (align_corners=False, float64;
+  written here from PyTorch's upsample_bilinear2d: source index
+  scale * (dst + 0.5) - 0.5 rounded once, as its CPU build contracts it to a
+  fused multiply-add -- computed exactly with fractions -- clamped at 0,
+  weights l1 = s - i0, l0 = 1 - l1, l0 * x0 + l1 * x1 unfused as parity
+  documents it (PyTorch's CPU build fuses one product of the two, a
+  difference of one rounding), rows then columns; tests compare it with
+  torch.nn.functional.interpolate itself where PyTorch is installed, which
+  Debian's test dependencies do not include); crop_mask (float32 column/row index
   >= x1 and < x2); > 0; then the input mask's image part (scale_image: cut
   at int(pad)) resized by PyTorch the same way to the original size, >= 0.5;
   encoded with maskApi's rule (column-major runs from background, then
@@ -16,9 +23,9 @@ themselves come from yolo_ref.decode; this adds, per kept detection:
 - keypoints: rows 4 + nc + 3k.. of the anchor, x and y through the same map
   as the boxes, clipped to [0, W] x [0, H] (clip_coords), confidence kept.
 """
+from fractions import Fraction
+
 import numpy as np
-import torch
-import torch.nn.functional as Fn
 
 
 def geometry(meta, letterbox_inverse="ultralytics"):
@@ -31,8 +38,41 @@ def geometry(meta, letterbox_inverse="ultralytics"):
     return meta["scale_x"], meta["scale_y"], meta["offset_x"], meta["offset_y"]
 
 
+def taps(m, n):
+    """PyTorch's source taps for n destination indices over m source ones:
+    (i0, i1, l0, l1) arrays; the source index rounded once (its fma)."""
+    scale = Fraction(m / n)          # the double m / n, exactly
+    i0, i1, l0, l1 = [], [], [], []
+    for d in range(n):
+        s = float(scale * (d + Fraction(1, 2)) - Fraction(1, 2))   # one rounding
+        s = max(s, 0.0)
+        a = min(int(s), m - 1)
+        i0.append(a)
+        i1.append(a + 1 if a < m - 1 else a)
+        l1.append(s - a)
+        l0.append(1 - (s - a))
+    return np.array(i0), np.array(i1), np.array(l0), np.array(l1)
+
+
 def resize(a, h, w):
-    """PyTorch's bilinear resize (align_corners=False) of a float64 2-D array."""
+    """PyTorch's bilinear resize (align_corners=False) of a float64 2-D array:
+    out = ly0 * (lx0 * v00 + lx1 * v01) + ly1 * (lx0 * v10 + lx1 * v11)."""
+    a = np.ascontiguousarray(a, np.float64)
+    y0, y1, ly0, ly1 = taps(a.shape[0], h)
+    x0, x1, lx0, lx1 = taps(a.shape[1], w)
+    ly0, ly1 = ly0[:, None], ly1[:, None]
+    top = lx0 * a[y0][:, x0] + lx1 * a[y0][:, x1]
+    bot = lx0 * a[y1][:, x0] + lx1 * a[y1][:, x1]
+    return ly0 * top + ly1 * bot
+
+
+def resize_torch(a, h, w):
+    """The same resize by PyTorch itself, or None where it is not installed."""
+    try:
+        import torch
+        import torch.nn.functional as Fn
+    except ImportError:
+        return None
     t = torch.from_numpy(np.ascontiguousarray(a, np.float64))[None, None]
     return Fn.interpolate(t, size=(h, w), mode="bilinear", align_corners=False)[0, 0].numpy()
 
