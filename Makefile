@@ -221,7 +221,7 @@ MODELS_ALL := $(call safe_model_files)
 # needs the network; docs/real-models.md): MODEL=all skips the configs that
 # read build/real-models/ until it is fetched, naming each on stderr, so a
 # machine without them neither fails nor downloads (mk/real-models.mk).
-REAL_MODELS_MISSING := $(if $(wildcard $(BUILD)/real-models/.done),,$(call real_model_files))
+REAL_MODELS_MISSING := $(if $(filter all,$(MODEL)),$(if $(wildcard $(BUILD)/real-models/.done),,$(call real_model_files)))
 MODELS_ALL := $(filter-out $(REAL_MODELS_MISSING),$(MODELS_ALL))
 VALIDATE_MODELS := $(VALIDATE_MODELS)
 $(foreach m,$(VALIDATE_MODELS),$(if $(wildcard configs/models/$(m).yaml),,\
