@@ -83,4 +83,10 @@ safe_model_files = $(shell export LC_ALL=C; for f in configs/models/*.yaml; do [
   echo "validate: skipping configs/models/$$(printf '%s' "$$n" | tr -c 'A-Za-z0-9._-' '?').yaml: a model name uses only letters, digits and . _ -" >&2;; \
   (*) echo "$$n";; esac; done $(if $(MAKE_RESTARTS),2>/dev/null))
 
+# The configs of MODEL=all that read build/real-models/ (a real model that
+# tools/real-models/fetch.sh fetches), named on stderr: the Makefile skips
+# them while build/real-models/.done is missing. Only names that pass above.
+real_model_files = $(shell export LC_ALL=C; for f in configs/models/*.yaml; do \
+  grep -q 'build/real-models/' "$$f" 2>/dev/null || continue; n=$${f#configs/models/}; n=$${n%.yaml}; case "$$n" in (''|-*|*[!A-Za-z0-9._-]*) ;; (*) echo "$$n"; \
+  $(if $(MAKE_RESTARTS),,echo "validate: skipping configs/models/$$n.yaml: build/real-models/ not fetched (tools/real-models/fetch.sh)" >&2;) ;; esac; done)
 endif

@@ -347,6 +347,28 @@ ok(m.returncode == 0 and os.path.exists(os.path.join(R, "build/good/plan.mk")) a
 ok(sorted(os.listdir(os.path.join(R, "build"))) == ["bin", "good"], "no plan for a hostile name",
    os.listdir(os.path.join(R, "build")))
 
+# A real model from outside (tools/real-models/fetch.sh, docs/real-models.md):
+# MODEL=all skips its config until build/real-models/ is fetched; naming it
+# says how to fetch it; nothing downloads. Once fetched, MODEL=all plans it.
+real = dict(good, model="build/real-models/m.onnx", depends=["build/real-models/.done"])
+json.dump(real, open(os.path.join(R, "configs/models/real.yaml"), "w"))
+m = make_r("plan", "MODEL=all")
+ok(m.returncode == 0 and "validate: skipping configs/models/real.yaml: build/real-models/ not fetched "
+   "(tools/real-models/fetch.sh)" in m.stderr.splitlines() and not os.path.exists(os.path.join(R, "build/real")),
+   "make plan MODEL=all skips a config reading build/real-models/ while it is not fetched, naming it", m.stderr)
+m = make_r("validate", "MODEL=real")
+ok(m.returncode == 2 and "is missing: run tools/real-models/fetch.sh first" in m.stderr
+   and not os.path.exists(os.path.join(R, "build/real-models")),
+   "make validate MODEL=real: exit 2, says to run fetch.sh, fetches nothing", m.stdout + m.stderr)
+os.makedirs(os.path.join(R, "build/real-models"))
+open(os.path.join(R, "build/real-models/.done"), "w").close()
+m = make_r("plan", "MODEL=all")
+ok(m.returncode == 0 and os.path.exists(os.path.join(R, "build/real/plan.mk")) and "real.yaml: build/real-models" not in m.stderr,
+   "once fetched, make plan MODEL=all plans it", m.stderr)
+shutil.rmtree(os.path.join(R, "build/real-models"))
+shutil.rmtree(os.path.join(R, "build/real"))
+os.remove(os.path.join(R, "configs/models/real.yaml"))
+
 
 # ---- every make variable a user or CI can set (mk/safe-names.mk) ----
 def user_variables(texts, plan_texts):
