@@ -72,8 +72,11 @@ FUZZ_READER(yolo_head)
         yolo_det_t *dets;
         int64_t k;
         rc = yolo_decode(&t, "head.npy", &o, 0, NULL, &dets, &k, e);
-        if (!rc && (o.head == YOLO_V8_SEG || o.head == YOLO_V8_POSE)) rc = shapes(&t, &o, dets, k, e);
-        if (!rc) free(dets);
+        if (!rc) {
+            /* the detections are ours whether or not their shapes decode */
+            if (o.head == YOLO_V8_SEG || o.head == YOLO_V8_POSE) rc = shapes(&t, &o, dets, k, e);
+            free(dets);
+        }
         tensor_free_data(&t);
     }
     yolo_opts_free(&o);
