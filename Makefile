@@ -65,7 +65,7 @@ LIBS        = $(PKG_LIBS) -lm -lpthread
 GEN      := $(O)/gen
 ONNX_PROTO ?= /usr/include/onnx/onnx.proto
 GEN_SRCS := $(GEN)/onnx.pb-c.c $(GEN)/engine.pb-c.c
-LIB_SRCS := $(sort $(wildcard stages/lib/*/*.c))
+LIB_SRCS := $(sort $(wildcard stages/lib/*/*.c stages/lib/ops/*/*.c))
 LIB_OBJS := $(LIB_SRCS:%.c=$(O)/obj/%.o) $(GEN_SRCS:%.c=%.o)
 LIBPARITY := $(O)/libparity.a
 

@@ -17,7 +17,7 @@
 #include "engine/engine.h"
 #include "engine/exec.h"
 #include "io/tensorset.h"
-#include "ops/blas.h"
+#include "ops/gemm/blas.h"
 #include "util/isa.h"
 #include "util/pool.h"
 

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include "ops/fgemm.h"
+#include "ops/gemm/fgemm.h"
 #include "util/err.h"
 #include "util/isa.h"
 #include "util/pool.h"

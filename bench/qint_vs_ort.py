@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """qint_vs_ort.py — the integer ops of dynamically quantized models alone,
-parity (ops/qgemm.c) against ONNX Runtime, by CPU time (the work of
+parity (ops/gemm/qgemm.c) against ONNX Runtime, by CPU time (the work of
 qint_vs_ort.sh).
 
 Each row is a model of one op at a shape a quantized transformer or CNN

@@ -30,7 +30,7 @@ static inline double gamma_n(double n, double u)
 }
 
 /* Roundings a term of a length-k dot product goes through in fgemm's
- * blocked order (ops/fgemm_impl.h: blocks of 256 steps, each one FMA
+ * blocked order (ops/gemm/fgemm_impl.h: blocks of 256 steps, each one FMA
  * chain, their sums added in order): at most 256 in its block's chain,
  * one per later block's addition. For parity's own kernels only; other
  * orders (OpenBLAS, --kernels blas) keep n = k. */

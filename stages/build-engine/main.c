@@ -14,7 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include "engine/build.h"
-#include "ops/blas.h"
+#include "ops/gemm/blas.h"
 #include "util/args.h"
 #include "util/isa.h"
 #include "version.h"

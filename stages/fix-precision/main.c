@@ -44,7 +44,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include "modelcfg/model.h"
-#include "ops/blas.h"
+#include "ops/gemm/blas.h"
 #include "search.h"
 #include "util/fsutil.h"
 #include "util/pool.h"

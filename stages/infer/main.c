@@ -18,7 +18,7 @@
 #include <string.h>
 #include "engine/engine.h"
 #include "engine/exec.h"
-#include "ops/blas.h"
+#include "ops/gemm/blas.h"
 #include "util/isa.h"
 #include "run.h"
 #include "util/pool.h"
@@ -95,7 +95,7 @@ int main(int argc, char **argv)
     if (job.dump.budget >= 0 && job.dump.like) die_usage("infer", "--dump-budget and --dump-like: give one");
     if (job.dump.like && !is_dir(job.dump.like)) die_usage("infer", "--dump-like %s: not a folder", job.dump.like);
     /* OpenBLAS stays single-threaded: parity's pool splits work into tiles
-     * that do not depend on the thread count (ops/blas.c) */
+     * that do not depend on the thread count (ops/gemm/blas.c) */
     isa_configure("infer", isa, kernels);
     blas_single_thread();
     pool_set_threads(xc.threads);

@@ -39,7 +39,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include "ops/blas.h"
+#include "ops/gemm/blas.h"
 #include "reduce.h"
 #include "util/args.h"
 #include "util/fsutil.h"

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-# Integer kernels of dynamically quantized models (ops/qlinear.c) against
+# Integer kernels of dynamically quantized models (ops/misc/qlinear.c) against
 # numpy's int64 arithmetic and ONNX Runtime (onnxruntime-node), exactly
 # (int32 results): ConvInteger with strides, dilations, groups, asymmetric
 # pads, zero points per tensor and per output channel (numpy only there: ORT's
@@ -7,7 +7,7 @@
 # broadcasting, every operand type pair (u8 x u8, u8 x s8, s8 x s8), zero
 # points per tensor, per row of A and per column of B, K odd, K not a
 # multiple of the vector width, M = 1, sums at the int32 limit and past it
-# (wrapping), each at every instruction set of this CPU (ops/qgemm.c's
+# (wrapping), each at every instruction set of this CPU (ops/gemm/qgemm.c's
 # kernels: the same bytes); and a DynamicQuantizeLinear -> ConvInteger -> Cast -> Mul
 # chain as onnxruntime's quantize_dynamic writes it (float32 output, agreeing
 # within float32 rounding of ORT's: the same integer sums, one scale product).

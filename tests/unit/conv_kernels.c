@@ -1,4 +1,4 @@
-/* conv_kernels.c — checks parity's own float32 GEMM (ops/fgemm.c) and the
+/* conv_kernels.c — checks parity's own float32 GEMM (ops/gemm/fgemm.c) and the
  * convolution paths built on it: the AVX-512 kernel against the plain-C
  * FMA chain (same bits), both against a double-precision triple loop
  * within the rounding bound of their sums (tests/bounds.h); the
@@ -6,15 +6,15 @@
  * the standalone kernels define them; the same bits for 1 and 3 threads;
  * Conv through node_run with a fused activation, with the kernel on and
  * off, against a direct loop (the activation applied exactly once); and
- * the 2-D pools' fast rows (ops/poolrow.c) against window loops written
+ * the 2-D pools' fast rows (ops/nn/poolrow.c) against window loops written
  * here, bit for bit, NaN and signed zeros included. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include "tap.h"
 #include "bounds.h"
-#include "ops/fgemm.h"
-#include "ops/fgemm_impl.h"
+#include "ops/gemm/fgemm.h"
+#include "ops/gemm/fgemm_impl.h"
 #include "util/pool.h"
 #include "nn_testutil.h"
 #include "isa_each.h"

@@ -15,7 +15,7 @@
 #include "tap.h"
 #include "engine/build.h"
 #include "engine/exec.h"
-#include "ops/blas.h"
+#include "ops/gemm/blas.h"
 #include "util/pool.h"
 
 static const char *fixture[2] = {"tests/fixtures/rtdetr-tiny/rtdetr_tiny_op16.onnx",

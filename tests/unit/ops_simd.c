@@ -10,7 +10,7 @@
  * output. On a CPU without AVX2 both runs take the scalar path. */
 #include "nn_testutil.h"
 #include "isa_each.h"
-#include "ops/vmath.h"
+#include "ops/elementwise/vmath.h"
 #include "util/pool.h"
 
 /* Output of t on in with the vector path on or off, at `threads` threads. */

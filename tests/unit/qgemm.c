@@ -1,4 +1,4 @@
-/* qgemm.c — checks parity's integer GEMM (ops/qgemm.c) against an int64
+/* qgemm.c — checks parity's integer GEMM (ops/gemm/qgemm.c) against an int64
  * triple loop written here, reduced modulo 2^32 as the ONNX int32
  * accumulator: every operand type pair (uint8/int8 x uint8/int8), zero
  * points absent, per tensor, per row of A and per column of B, k odd, k
@@ -15,7 +15,7 @@
 #include <string.h>
 #include "tap.h"
 #include "isa_each.h"
-#include "ops/qgemm.h"
+#include "ops/gemm/qgemm.h"
 #include "util/pool.h"
 
 static uint64_t rng_state = 88172645463325252ull;

@@ -1,4 +1,4 @@
-/* vmath.c — the vectorised float32 math (ops/vmath.h) against double
+/* vmath.c — the vectorised float32 math (ops/elementwise/vmath.h) against double
  * precision libm: exp within 1 ulp, sigmoid and tanh within 3, erf within
  * 2, over a sample of all 2^32 bit patterns (every 1021st), plus the
  * special values; the AVX2 path equal bit for bit to the scalar path, NaN
@@ -17,7 +17,7 @@
 #include <string.h>
 #include "tap.h"
 #include "isa_each.h"
-#include "ops/vmath.h"
+#include "ops/elementwise/vmath.h"
 
 static uint32_t f2u(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
 static float u2f(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }

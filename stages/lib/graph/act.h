@@ -1,5 +1,5 @@
 /* act.h — the activations a layer may apply to its output before storing
- * it (node_t.act in the IR, the GEMM tiles' epilogue in ops/fgemm.h). A
+ * it (node_t.act in the IR, the GEMM tiles' epilogue in ops/gemm/fgemm.h). A
  * header of its own so that the kernels name them without the whole IR. */
 #ifndef PARITY_ACT_H
 #define PARITY_ACT_H

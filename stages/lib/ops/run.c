@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "ops/run.h"
-#include "ops/vmath.h"
+#include "ops/elementwise/vmath.h"
 #include "util/pool.h"
 #include "tensor/half.h"
 

@@ -40,7 +40,7 @@ int node_run(const node_t *n, const tensor_t *const *in, tensor_t **out, int thr
 void node_act_range(const node_t *n, float *x, int64_t len);
 
 /* Where Slice node n's output lies in its input as one contiguous run: the
- * byte offset, or -1 (ops/slice.c). in[0] needs a shape only; the other
+ * byte offset, or -1 (ops/tensor/slice.c). in[0] needs a shape only; the other
  * inputs are the node's (constants, or NULL). */
 int64_t slice_run_at(const node_t *n, const tensor_t *const *in, int n_in);
 

@@ -63,7 +63,7 @@ static int inplace_ok(const graph_t *g, const node_t *n, int i, int k, const int
 }
 
 /* Where Slice node n's output lies in its input's bytes when it is one
- * contiguous run inside them (ops/slice.c; every argument a constant: one
+ * contiguous run inside them (ops/tensor/slice.c; every argument a constant: one
  * known only at run time might place it elsewhere), the input is planned,
  * and the node changes no byte on the way (as a view: no cast at a
  * precision boundary, no activation, the input's storage type); the place
@@ -107,7 +107,7 @@ static int concat_blocks(const graph_t *g, const node_t *n, const value_t *y)
  * an input given twice is made at its first place (the Concat copies it to
  * the second). The Concat rounds no input
  * at a precision boundary: its output bytes are then its inputs' bytes, and
- * the Concat's kernel finds each input in place (ops/concat.c skips it). A
+ * the Concat's kernel finds each input in place (ops/tensor/concat.c skips it). A
  * value read through a view of it moves with it. */
 static void concat_in_place(const graph_t *g, int i, int *root, int64_t *delta, int *end)
 {

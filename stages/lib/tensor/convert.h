@@ -1,6 +1,6 @@
 /* convert.h — element conversions without undefined behaviour, shared by
  * tensor_convert (ONNX Cast semantics, convert.c) and kernels that turn a
- * computed double into an integer type (ops/elementwise_impl.h).
+ * computed double into an integer type (ops/elementwise/elementwise_impl.h).
  *
  * Float -> integer truncates toward zero like numpy's astype; out-of-range
  * values saturate and NaN becomes 0 (the spec leaves them undefined; C would

@@ -1,0 +1,345 @@
+/* fconv_px.c — a 2-D convolution (stride 1 or 2) with the roles of fconv_rows'
+ * operands swapped: each step of k broadcasts one input value of each of 8
+ * output pixels against a vector of 32 output channels' weights (packed
+ * once per call), the way direct convolutions on blocked layouts run,
+ * instead of packing the input strip by strip for every block of output
+ * channels (on high-resolution layers with few channels that packing is a
+ * fifth of the work).
+ *
+ * Large input planes are read where they lie: only the frame of output
+ * pixels whose windows reach past the edges -- the rows above and below,
+ * the first and last strips of the rows between -- reads zero-padded
+ * copies of the bands of input it needs (so a tap never needs a mask); at
+ * 320x320 that is a tenth of the bytes of a padded copy of the whole
+ * input, which memory-bound cost 5-7% of such a layer (and a fifth of the
+ * 640x640 stem). Smaller planes are read through such a copy of the whole
+ * input, which the tile reads faster than the planes themselves
+ * (INPLACE_MIN_PLANE), unless no window leaves them.
+ *
+ * Every output element is still summed over k in the order of the
+ * weights (input channel, then kernel row, then column) in fgemm's
+ * blocked order (fgemm_impl.h), zeros of the
+ * padding included, then the bias and the activation, as fgemm_ref and
+ * every other kernel: the bits are those of fconv_rows at every
+ * instruction set, wherever a pixel reads from (the tile exists at AVX-512
+ * and AVX2, the latter up to the k its arch says; elsewhere conv.c keeps
+ * the packed path). */
+#include <assert.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include "ops/gemm/fgemm.h"
+#include "ops/gemm/fgemm_impl.h"
+#include "util/err.h"
+#include "util/pool.h"
+
+/* Output channels per tile (two AVX-512 vectors) and pixels per tile. */
+#define PX_OC 32
+#define PX_PIX 8
+/* Bands of the frame: top, bottom, left, right (or one for everything). */
+#define MAX_BANDS 4
+/* Input planes of at least this many floats are read in place. Below it a
+ * padded copy of the whole input costs less than it saves: the windows of
+ * a strip span 1.5 cache lines per row on average there instead of 2 (in
+ * place, rows of 2^k floats start lines; the pad shifts them), and a
+ * stride-2 strip's 8 pixels lie in one phase row instead of 17 floats.
+ * Measured (fconv_px alone, 1 and 2 threads, alternating in one process):
+ * in place 2-8% faster at 320x320 and 11-22% on the 640x640 stem, 2%
+ * slower at 160x160 and below, 5-11% slower at stride 2 below 320x320. */
+#define INPLACE_MIN_PLANE 65536
+
+/* Where the tiles of output rows [ra, rb), columns [ca, cb) read: pixel
+ * (r, o)'s window is anchored at at + (r - r_at) rstep + (o - c_at) cstep
+ * (pixel (r_at, c_at) at at), and step p of k reads koff[p] past the
+ * anchor. Either the input itself (r_at = c_at = 0, rstep = sh w, cstep =
+ * sw) or a band (r_at = ra, c_at = ca): a zero-padded copy
+ * (buf) of input rows and columns from (r0, c0) on, of every channel,
+ * split into its sh x sw stride phases (phase (py, px) holding
+ * band element (sh i + py, sw j + px) at (i, j) of a ph x pw plane), so
+ * that the 8 pixels of a strip read 8 consecutive floats whatever the
+ * stride (rstep = pw, cstep = 1). */
+typedef struct px_src {
+    const float *at;
+    float *buf;
+    int64_t ra, rb, ca, cb, r_at, c_at, rstep, cstep;
+    int64_t r0, c0, ph, pw;
+    int32_t *koff;
+} px_src_t;
+
+/* The input read in place (its rectangle of output pixels), and the bands
+ * of the frame around it. */
+typedef struct px_plan {
+    px_src_t in;
+    px_src_t band[MAX_BANDS];
+    int nbands;
+} px_plan_t;
+
+/* The taps' offsets' extent: rows [*lo_r, *hi_r], columns [*lo_c, *hi_c]. */
+static void taps_extent(const fconv_geom_t *g, int64_t *lo_r, int64_t *hi_r, int64_t *lo_c, int64_t *hi_c)
+{
+    *lo_r = *hi_r = g->dh[0];
+    *lo_c = *hi_c = g->dw[0];
+    for (int i = 1; i < g->kh; i++) {
+        if (g->dh[i] < *lo_r) *lo_r = g->dh[i];
+        if (g->dh[i] > *hi_r) *hi_r = g->dh[i];
+    }
+    for (int j = 1; j < g->kw; j++) {
+        if (g->dw[j] < *lo_c) *lo_c = g->dw[j];
+        if (g->dw[j] > *hi_c) *hi_c = g->dw[j];
+    }
+}
+
+static int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+static int64_t ceil_div(int64_t a, int64_t b) { return -floor_div(-a, b); }
+static int64_t clamp64(int64_t v, int64_t lo, int64_t hi) { return v < lo ? lo : v > hi ? hi : v; }
+
+/* The band of output rows [ra, rb), columns [ca, cb): the input rows and
+ * columns their windows reach, as stride phases. */
+static px_src_t band_of(const fconv_geom_t *g, int64_t ra, int64_t rb, int64_t ca, int64_t cb)
+{
+    int64_t lo_r, hi_r, lo_c, hi_c;
+    taps_extent(g, &lo_r, &hi_r, &lo_c, &hi_c);
+    px_src_t b = {.ra = ra, .rb = rb, .ca = ca, .cb = cb, .r_at = ra, .c_at = ca, .cstep = 1};
+    b.r0 = g->sh * ra + lo_r;
+    b.c0 = g->sw * ca + lo_c;
+    b.ph = ceil_div(g->sh * (rb - 1) + hi_r + 1 - b.r0, g->sh);   /* input rows [r0, ...), as phase rows */
+    b.pw = ceil_div(g->sw * (cb - 1) + hi_c + 1 - b.c0, g->sw);
+    b.rstep = b.pw;
+    return b;
+}
+
+/* Floats per channel of a band. */
+static int64_t band_plane(const fconv_geom_t *g, const px_src_t *b) { return (int64_t)g->sh * g->sw * b->ph * b->pw; }
+
+/* The plan of one band for the whole output, no pixel in place. */
+static void plan_whole(const fconv_geom_t *g, px_plan_t *pl)
+{
+    pl->band[0] = band_of(g, 0, g->oh, 0, g->ow);
+    pl->nbands = 1;
+    pl->in.rb = pl->in.ra;
+}
+
+/* The output's pixels read in place -- windows inside the input: rows
+ * [r_lo, r_hi), and there the strips of PX_PIX pixels inside columns
+ * [o_lo, o_hi) -- and the bands of the frame around them: the rows above
+ * and below, and in between the strips that reach past the left or the
+ * right edge. Small planes (unless nothing is framed at stride 1), and
+ * planes too narrow or short for a frame smaller than the whole, are one
+ * band. */
+static void plan_of(const fconv_geom_t *g, px_plan_t *pl)
+{
+    int64_t lo_r, hi_r, lo_c, hi_c;
+    taps_extent(g, &lo_r, &hi_r, &lo_c, &hi_c);
+    /* rows r with 0 <= sh r + lo_r and sh r + hi_r < h; columns alike */
+    int64_t r_lo = clamp64(ceil_div(-lo_r, g->sh), 0, g->oh), r_hi = clamp64(floor_div(g->h - 1 - hi_r, g->sh) + 1, 0, g->oh);
+    int64_t o_lo = clamp64(ceil_div(-lo_c, g->sw), 0, g->ow), o_hi = clamp64(floor_div(g->w - 1 - hi_c, g->sw) + 1, 0, g->ow);
+    /* strips start at multiples of PX_PIX: the left ones end at the first
+     * start at or past o_lo, the right ones start at the strip holding o_hi */
+    int64_t left_end = clamp64(ceil_div(o_lo, PX_PIX) * PX_PIX, 0, g->ow);
+    int64_t right_start = o_hi < g->ow ? o_hi / PX_PIX * PX_PIX : g->ow;
+    pl->in = (px_src_t){.ra = r_lo, .rb = r_hi, .ca = left_end, .cb = right_start, .rstep = g->sh * g->w,
+                        .cstep = g->sw};
+    pl->nbands = 0;
+    int framed = r_lo > 0 || r_hi < g->oh || left_end > 0 || right_start < g->ow;
+    int large = g->h * g->w >= INPLACE_MIN_PLANE;
+    if (r_lo >= r_hi || left_end > right_start || !(large || (!framed && g->sh == 1 && g->sw == 1))) {
+        plan_whole(g, pl);
+        return;
+    }
+    if (r_lo > 0) pl->band[pl->nbands++] = band_of(g, 0, r_lo, 0, g->ow);
+    if (r_hi < g->oh) pl->band[pl->nbands++] = band_of(g, r_hi, g->oh, 0, g->ow);
+    if (left_end > 0) pl->band[pl->nbands++] = band_of(g, r_lo, r_hi, 0, left_end);
+    if (right_start < g->ow) pl->band[pl->nbands++] = band_of(g, r_lo, r_hi, right_start, g->ow);
+    /* a frame as large as the whole (a plane a few strips wide) is one band */
+    px_src_t whole = band_of(g, 0, g->oh, 0, g->ow);
+    int64_t frame = 0;
+    for (int i = 0; i < pl->nbands; i++) frame += band_plane(g, &pl->band[i]);
+    if (frame >= band_plane(g, &whole)) plan_whole(g, pl);
+}
+
+/* 1 where every offset from a window's anchor fits the int32 koff: the
+ * planes of a band; in place, the input's planes and the taps' reach. */
+static int offsets_fit(const fconv_geom_t *g, const px_src_t *s, int in_place)
+{
+    if (!in_place) return g->cin * band_plane(g, s) <= INT32_MAX;
+    int64_t lo_r, hi_r, lo_c, hi_c;
+    taps_extent(g, &lo_r, &hi_r, &lo_c, &hi_c);
+    int64_t reach_r = -lo_r > hi_r ? -lo_r : hi_r, reach_c = -lo_c > hi_c ? -lo_c : hi_c;
+    return g->cin * g->h * g->w + reach_r * g->w + reach_c <= INT32_MAX;
+}
+
+/* The plan into *pl and the scratch floats it needs, or 0 where the tile
+ * does not apply. */
+static int64_t plan_floats(const fconv_geom_t *g, int64_t m, px_plan_t *pl)
+{
+    const fgemm_arch_t *ar = fgemm_arch();
+    if (!ar->tile_px || g->sh > 2 || g->sw > 2 || m < 1) return 0;
+    if (ar->px_max_k && g->cin * g->kh * g->kw > ar->px_max_k) return 0;
+    if (g->oh * g->ow < 1024) return 0;   /* small planes: packing the weights would not pay (see fconv_rows) */
+    plan_of(g, pl);
+    if (!offsets_fit(g, &pl->in, 1)) return 0;
+    int64_t n = 0;
+    for (int i = 0; i < pl->nbands; i++) {
+        if (!offsets_fit(g, &pl->band[i], 0)) return 0;
+        n += g->cin * band_plane(g, &pl->band[i]);
+    }
+    int64_t k = g->cin * g->kh * g->kw, blocks = (m + PX_OC - 1) / PX_OC;
+    return n + blocks * k * PX_OC + 16;
+}
+
+int64_t fconv_px_floats(const fconv_geom_t *g, int64_t m)
+{
+    px_plan_t pl;
+    return plan_floats(g, m, &pl);
+}
+
+typedef struct px_job {
+    const fconv_geom_t *g;
+    px_plan_t plan;
+    const float *x;
+    float *wp;
+    const float *w;
+    float *y;
+    int64_t m, k, blocks;
+    fgemm_epi_t e;
+} px_job_t;
+
+/* Task t: channel t / nbands of band t % nbands into its stride phases,
+ * zero outside the input. */
+static void fill_band(void *ctx, int64_t t)
+{
+    const px_job_t *j = ctx;
+    const fconv_geom_t *g = j->g;
+    const px_src_t *b = &j->plan.band[t % j->plan.nbands];
+    int64_t ch = t / j->plan.nbands;
+    const float *src = j->x + ch * g->h * g->w;
+    float *dst = b->buf + ch * band_plane(g, b);
+    for (int py = 0; py < g->sh; py++)
+        for (int px = 0; px < g->sw; px++) {
+            /* phase columns jj with 0 <= c0 + sw jj + px < w */
+            int64_t c = b->c0 + px, j0 = clamp64(ceil_div(-c, g->sw), 0, b->pw);
+            int64_t j1 = clamp64(ceil_div(g->w - c, g->sw), j0, b->pw);
+            for (int64_t i = 0; i < b->ph; i++, dst += b->pw) {
+                int64_t row = b->r0 + g->sh * i + py;
+                if (row < 0 || row >= g->h || j1 == j0) {
+                    memset(dst, 0, (size_t)b->pw * sizeof *dst);
+                    continue;
+                }
+                memset(dst, 0, (size_t)j0 * sizeof *dst);
+                const float *s0 = src + row * g->w + c + g->sw * j0;
+                if (g->sw == 1) memcpy(dst + j0, s0, (size_t)(j1 - j0) * sizeof *dst);
+                else fgemm_gather_even(dst + j0, s0, j1 - j0);
+                memset(dst + j1, 0, (size_t)(b->pw - j1) * sizeof *dst);
+            }
+        }
+}
+
+/* Step p's offset past a window's anchor, in the order of the weights
+ * (channel, kernel row, column): in place rows and planes of the input; in
+ * a band the phase of the tap and its row and column there. */
+static int32_t *koff_of(const fconv_geom_t *g, const px_src_t *s, int in_place)
+{
+    int64_t k = g->cin * g->kh * g->kw, taps = g->kh * g->kw, lo_r, hi_r, lo_c, hi_c;
+    taps_extent(g, &lo_r, &hi_r, &lo_c, &hi_c);
+    int32_t *koff = xmalloc((size_t)(k > 0 ? k : 1) * sizeof *koff);
+    for (int64_t p = 0; p < k; p++) {
+        int64_t ch = p / taps, dr = g->dh[p % taps / g->kw], dc = g->dw[p % taps % g->kw];
+        if (in_place) {
+            koff[p] = (int32_t)(ch * g->h * g->w + dr * g->w + dc);
+            continue;
+        }
+        int64_t tr = dr - lo_r, tc = dc - lo_c;   /* from the band's first row and column */
+        int64_t phase = tr % g->sh * g->sw + tc % g->sw;
+        koff[p] = (int32_t)(ch * band_plane(g, s) + phase * s->ph * s->pw + tr / g->sh * s->pw + tc / g->sw);
+    }
+    return koff;
+}
+
+/* The source of the strip at output row r, columns [o0, o0 + npix). */
+static const px_src_t *source_of(const px_plan_t *pl, int64_t r, int64_t o0, int npix)
+{
+    for (int i = 0; i < pl->nbands; i++) {
+        const px_src_t *b = &pl->band[i];
+        if (r >= b->ra && r < b->rb && o0 >= b->ca && o0 + npix <= b->cb) return b;
+    }
+    assert(r >= pl->in.ra && r < pl->in.rb && o0 >= pl->in.ca && o0 + npix <= pl->in.cb);
+    return &pl->in;
+}
+
+/* Task b: the weights of output channels [32 b, 32 b + 32) as k steps of
+ * 32 (channels past m zero). */
+static void pack_block(void *ctx, int64_t b)
+{
+    const px_job_t *j = ctx;
+    float *dst = j->wp + b * j->k * PX_OC;
+    if ((b + 1) * PX_OC <= j->m && fgemm_arch()->pack_px) {   /* a whole block: register transposes */
+        fgemm_arch()->pack_px(j->w + b * PX_OC * j->k, j->k, dst);
+        return;
+    }
+    for (int64_t p = 0; p < j->k; p++, dst += PX_OC)
+        for (int c = 0; c < PX_OC; c++) {
+            int64_t oc = b * PX_OC + c;
+            dst[c] = oc < j->m ? j->w[oc * j->k + p] : 0.0f;
+        }
+}
+
+/* Task r: output row r, every block of channels, 8 pixels at a time. */
+static void px_row(void *ctx, int64_t r)
+{
+    const px_job_t *j = ctx;
+    const fconv_geom_t *g = j->g;
+    const fgemm_arch_t *ar = fgemm_arch();
+    int64_t n = g->oh * g->ow;
+    for (int64_t b = 0; b < j->blocks; b++) {
+        int noc = j->m - b * PX_OC < PX_OC ? (int)(j->m - b * PX_OC) : PX_OC;
+        const float *bias = j->e.bias ? j->e.bias + b * PX_OC : NULL;
+        for (int64_t o0 = 0; o0 < g->ow; o0 += PX_PIX) {
+            int npix = g->ow - o0 < PX_PIX ? (int)(g->ow - o0) : PX_PIX;
+            const px_src_t *s = source_of(&j->plan, r, o0, npix);
+            const float *px[PX_PIX];
+            for (int i = 0; i < PX_PIX; i++) {   /* pixels past the row repeat its last one: read, never stored */
+                int64_t o = o0 + (i < npix ? i : npix - 1);
+                px[i] = s->at + (r - s->r_at) * s->rstep + (o - s->c_at) * s->cstep;
+            }
+            float *y = j->y + b * PX_OC * n + r * g->ow + o0;
+            ar->tile_px(j->k, px, s->koff, j->wp + b * j->k * PX_OC, y, n, npix, noc, bias, &j->e);
+            fgemm_tile_sigmoid(y, n, noc, npix, &j->e);
+        }
+    }
+}
+
+int fconv_px(int64_t m, const fconv_geom_t *g, const float *w, const float *x, float *y, const fgemm_epi_t *epi,
+             float *scratch, void **cache)
+{
+    px_job_t j = {.g = g, .x = x, .w = w, .y = y, .m = m};
+    if (!plan_floats(g, m, &j.plan)) return -1;
+    j.k = g->cin * g->kh * g->kw;
+    j.blocks = (m + PX_OC - 1) / PX_OC;
+    if (epi) j.e = *epi;
+    /* scratch: the bands, then the packed weights at a 64-byte boundary */
+    j.plan.in.at = x;
+    float *at = scratch;
+    for (int i = 0; i < j.plan.nbands; i++) {
+        px_src_t *b = &j.plan.band[i];
+        b->at = b->buf = at;
+        at += g->cin * band_plane(g, b);
+    }
+    j.wp = (float *)(((uintptr_t)at + 63) & ~(uintptr_t)63);
+    fgemm_packed_t *kept = cache ? *cache : NULL;
+    int pack = !kept;   /* into the scratch, or into a slot met empty */
+    if (cache && !kept) {
+        kept = fgemm_packed_new(m, j.k, j.blocks * j.k * PX_OC);
+        if (!kept) return -1;   /* the plain path runs instead */
+        *cache = kept;
+    }
+    assert(!kept || (kept->rows == m && kept->k == j.k));   /* one node's constant weights */
+    if (kept) j.wp = kept->p;
+    if (pack) pool_for(j.blocks, pack_block, &j);
+    j.plan.in.koff = koff_of(g, &j.plan.in, 1);
+    for (int i = 0; i < j.plan.nbands; i++) j.plan.band[i].koff = koff_of(g, &j.plan.band[i], 0);
+    pool_for(g->cin * j.plan.nbands, fill_band, &j);
+    pool_for(g->oh, px_row, &j);
+    free(j.plan.in.koff);
+    for (int i = 0; i < j.plan.nbands; i++) free(j.plan.band[i].koff);
+    return 0;
+}
