@@ -139,6 +139,17 @@ static void gen_square(oc_inst_t *t, int v)
 
 const op_case_t cases_binary[] = {
     ARITH4("Add", e_add), ARITH4("Sub", e_sub), ARITH4("Mul", e_mul), ARITH4("Div", e_div),
+    /* the storage types' ranges (storage.c): FP16 overflows past 65504 (to inf from 65520), BF16 past
+     * 3.3961e38 (float32 at 3.4028e38), FP16 subnormals below 6.1e-5 (flushed under 3e-8) */
+    {.op = "Add", .opset = 14, .what = "sums around FP16's largest (64000 to 67600)", .n_in = 2,
+     .in = {IN_U(DT_FLOAT, 32000, 33800, DIMS(4099)), IN_U(DT_FLOAT, 32000, 33800, DIMS(4099))},
+     .ref = oc_ref_elementwise, .elem = e_add},
+    {.op = "Add", .opset = 14, .what = "sums around BF16's and float32's largest (3.2e38 to 3.42e38)", .n_in = 2,
+     .in = {IN_U(DT_FLOAT, 1.6e38, 1.71e38, DIMS(4099)), IN_U(DT_FLOAT, 1.6e38, 1.71e38, DIMS(4099))},
+     .ref = oc_ref_elementwise, .elem = e_add},
+    {.op = "Mul", .opset = 14, .what = "products below 4e-4 (FP16 subnormals and underflow)", .n_in = 2,
+     .in = {IN_U(DT_FLOAT, -0.02, 0.02, DIMS(4099)), IN_U(DT_FLOAT, -0.02, 0.02, DIMS(4099))},
+     .ref = oc_ref_elementwise, .elem = e_mul},
     {.op = "Div", .opset = 14, .what = "int32: truncation, /0 -> 0, INT_MIN / -1 wraps", .n_in = 2,
      .in = {DIVMOD_X, DIVMOD_Y}, .ref = oc_ref_elementwise, .elem = e_idiv},
     {.op = "Mod", .opset = 13, .what = "int32: Python's sign rule, %0 -> 0", .n_in = 2, .in = {DIVMOD_X, DIVMOD_Y},

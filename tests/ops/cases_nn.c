@@ -348,6 +348,9 @@ const op_case_t cases_nn[] = {
     MMF("1-D x 2-D", DT_FLOAT, DIMS(6), DIMS(6, 4)),
     MMF("3-D x 1-D", DT_FLOAT, DIMS(2, 3, 6), DIMS(6)),
     MMF("1-D x 1-D", DT_DOUBLE, DIMS(9), DIMS(9)),
+    /* sums of 160 terms of 0 to 1600 around FP16's largest, 65504 (storage.c): inf past 65520 */
+    {.op = "MatMul", .opset = 13, .what = "sums around FP16's largest", .n_in = 2,
+     .in = {IN_U(DT_FLOAT, 0, 40, DIMS(8, 160)), IN_U(DT_FLOAT, 0, 40, DIMS(160, 8))}, .ref = ref_matmul},
     MM("small integers", DT_INT32, DIMS(2, 3, 4), DIMS(4, 5)),
     MM("small integers", DT_INT64, DIMS(3, 4), DIMS(2, 4, 2)),
     {.op = "MatMul", .opset = 13, .what = "small integers (DT_UINT32)", .n_in = 2,

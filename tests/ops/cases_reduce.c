@@ -201,6 +201,9 @@ const op_case_t cases_reduce[] = {
     {.op = "ReduceSum", .opset = 11, .what = "last axis of 4x400x13 (pooled rows), 1 and 3 threads", .n_in = 1,
      .threads = 3, .in = {IN_U(DT_FLOAT, -1.5, 1.5, DIMS(4, 400, 13))}, .attr = {AIS("axes", -1), AI("keepdims", 0)},
      .ref = ref_reduce},
+    /* 437 values of 100 to 200: sums around FP16's largest, 65504 (storage.c), inf past 65520 */
+    {.op = "ReduceSum", .opset = 11, .what = "sums around FP16's largest", .n_in = 1,
+     .in = {IN_U(DT_FLOAT, 100, 200, DIMS(8, 437))}, .attr = {AIS("axes", -1), AI("keepdims", 0)}, .ref = ref_reduce},
     {.op = "ReduceMean", .opset = 13, .what = "an axis out of range", .n_in = 1, .in = {IN_U(DT_FLOAT, -1, 1, DIMS(3, 4))},
      .attr = {AIS("axes", 2)}, .fail = "out of range"},
     {.op = "ReduceMean", .opset = 13, .what = "an axis listed twice", .n_in = 1, .in = {IN_U(DT_FLOAT, -1, 1, DIMS(3, 4))},

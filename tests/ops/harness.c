@@ -209,14 +209,7 @@ static void inst_free(oc_inst_t *t)
 
 static scratch_pool_t scratch;
 
-typedef struct outs {
-    tensor_t t[OC_MAX_IO];
-    void *garbage[OC_MAX_IO];   /* preset output buffers, owned here */
-    int rc;
-    perr_t e;
-} outs_t;
-
-static void outs_free(outs_t *o)
+void oc_outs_free(oc_outs_t *o)
 {
     for (int i = 0; i < OC_MAX_IO; i++) {
         tensor_free_data(&o->t[i]);
@@ -228,7 +221,7 @@ static void outs_free(outs_t *o)
  * outputs), each output comes preset to a buffer of like's size filled with
  * 0xA5, as the executor's arena presets them: an element the kernel fails
  * to write then differs from the earlier run's bytes. */
-static void run_once(const oc_inst_t *t, int threads, const outs_t *like, outs_t *o)
+static void run_once(const oc_inst_t *t, int threads, const oc_outs_t *like, oc_outs_t *o)
 {
     memset(o, 0, sizeof *o);
     tensor_t *out[OC_MAX_IO];
@@ -245,7 +238,7 @@ static void run_once(const oc_inst_t *t, int threads, const outs_t *like, outs_t
     pool_set_threads(1);
 }
 
-static int same_tensor(const tensor_t *a, const tensor_t *b)
+int oc_same_tensor(const tensor_t *a, const tensor_t *b)
 {
     if (a->dtype != b->dtype || a->ndim != b->ndim) return 0;
     for (int d = 0; d < a->ndim; d++)
@@ -254,7 +247,7 @@ static int same_tensor(const tensor_t *a, const tensor_t *b)
         const tensor_seq_t *x = tensor_seq(a), *y = tensor_seq(b);
         if (x->n != y->n) return 0;
         for (int i = 0; i < x->n; i++)
-            if (!same_tensor(&x->items[i], &y->items[i])) return 0;
+            if (!oc_same_tensor(&x->items[i], &y->items[i])) return 0;
         return 1;
     }
     size_t n = tensor_nbytes(a);
@@ -262,21 +255,21 @@ static int same_tensor(const tensor_t *a, const tensor_t *b)
 }
 
 /* Compares output i with the reference; a reason in why on a mismatch. */
-static int check_want(const tensor_t *got, const oc_want_t *w, double *worst, char *why, size_t len)
+int oc_check_want(const tensor_t *got, const oc_want_t *w, double *worst, char *why, size_t len)
 {
     if (got->dtype != w->dt) {
         snprintf(why, len, "type %s, want %s", dtype_name(got->dtype), dtype_name(w->dt));
         return 0;
     }
     if (w->seq) {
-        if (same_tensor(got, w->seq)) return 1;
+        if (oc_same_tensor(got, w->seq)) return 1;
         snprintf(why, len, "the sequence differs from the reference's");
         return 0;
     }
     if (w->bytes) {
         tensor_t ref = {.dtype = w->dt, .ndim = w->nd, .data = w->bytes};
         memcpy(ref.dims, w->dims, sizeof ref.dims);
-        if (same_tensor(got, &ref)) return 1;
+        if (oc_same_tensor(got, &ref)) return 1;
         snprintf(why, len, "bytes differ from the reference (or the shape)");
         return 0;
     }
@@ -312,7 +305,7 @@ void oc_want_shape(oc_want_t *w, dtype_t dt, int nd, const int64_t *dims, int ex
     }
 }
 
-static void want_free(oc_want_t *w, int n)
+void oc_want_free(oc_want_t *w, int n)
 {
     for (int i = 0; i < n; i++) {
         free(w[i].val);
@@ -320,6 +313,43 @@ static void want_free(oc_want_t *w, int n)
         free(w[i].bytes);
         tensor_free(w[i].seq);
     }
+}
+
+/* (harness.h) On a failure nothing is left in first. */
+int oc_run_levels(const oc_inst_t *t, oc_outs_t *first, int *levels, char *why, size_t len)
+{
+    const op_case_t *c = t->c;
+    oc_outs_t o;
+    int pass = 1, have = 0;
+    *levels = 0;
+    for (int l = isa_cpu(); pass && l >= ISA_GENERIC; l--) {
+        isa_set_cap((isa_t)l);
+        ++*levels;
+        for (int th = 1; pass && th <= (c->threads > 1 ? c->threads : 1); th += c->threads > 1 ? c->threads - 1 : 1) {
+            run_once(t, th, have ? first : NULL, &o);
+            if (c->fail) {
+                pass = o.rc != 0 && strstr(o.e.msg, c->fail) && strstr(o.e.msg, "under_test");
+                if (!pass) snprintf(why, len, "%s at %s: %s", o.rc ? "wrong message" : "no error", isa_name((isa_t)l), o.e.msg);
+                oc_outs_free(&o);
+                continue;
+            }
+            if (o.rc) {
+                snprintf(why, len, "failed at %s, %d threads: %s", isa_name((isa_t)l), th, o.e.msg);
+                pass = 0;
+            }
+            for (int i = 0; pass && have && i < t->n_out; i++)
+                if (!oc_same_tensor(&o.t[i], &first->t[i])) {
+                    snprintf(why, len, "output %d at %s, %d threads differs from %s's bytes", i, isa_name((isa_t)l), th,
+                             isa_name(isa_cpu()));
+                    pass = 0;
+                }
+            if (pass && !have) *first = o, have = 1;
+            else oc_outs_free(&o);
+        }
+    }
+    isa_set_cap(isa_cpu());
+    if (!pass && have) oc_outs_free(first);
+    return pass;
 }
 
 /* Runs one instance everywhere; 1 if it passed, else 0 with a reason. */
@@ -330,36 +360,9 @@ static int check_inst(const oc_inst_t *t, int *levels, double *worst, char *why,
         snprintf(why, len, "no row of the op table at opset %d", c->opset);
         return 0;
     }
-    outs_t first, o;
-    int pass = 1, have = 0;
-    *levels = 0;
-    for (int l = isa_cpu(); pass && l >= ISA_GENERIC; l--) {
-        isa_set_cap((isa_t)l);
-        ++*levels;
-        for (int th = 1; pass && th <= (c->threads > 1 ? c->threads : 1); th += c->threads > 1 ? c->threads - 1 : 1) {
-            run_once(t, th, have ? &first : NULL, &o);
-            if (c->fail) {
-                pass = o.rc != 0 && strstr(o.e.msg, c->fail) && strstr(o.e.msg, "under_test");
-                if (!pass) snprintf(why, len, "%s at %s: %s", o.rc ? "wrong message" : "no error", isa_name((isa_t)l), o.e.msg);
-                outs_free(&o);
-                continue;
-            }
-            if (o.rc) {
-                snprintf(why, len, "failed at %s, %d threads: %s", isa_name((isa_t)l), th, o.e.msg);
-                pass = 0;
-            }
-            for (int i = 0; pass && have && i < t->n_out; i++)
-                if (!same_tensor(&o.t[i], &first.t[i])) {
-                    snprintf(why, len, "output %d at %s, %d threads differs from %s's bytes", i, isa_name((isa_t)l), th,
-                             isa_name(isa_cpu()));
-                    pass = 0;
-                }
-            if (pass && !have) first = o, have = 1;
-            else outs_free(&o);
-        }
-    }
-    isa_set_cap(isa_cpu());
-    if (pass && have && c->ref) {
+    oc_outs_t first;
+    int pass = oc_run_levels(t, &first, levels, why, len);
+    if (pass && !c->fail && c->ref) {
         oc_want_t want[OC_MAX_IO];
         memset(want, 0, sizeof want);
         if (c->ref(t, want)) {
@@ -367,10 +370,10 @@ static int check_inst(const oc_inst_t *t, int *levels, double *worst, char *why,
             pass = 0;
         }
         for (int i = 0; pass && i < t->n_out; i++)
-            if (want[i].dt && !check_want(&first.t[i], &want[i], worst, why, len)) pass = 0;
-        want_free(want, OC_MAX_IO);
+            if (want[i].dt && !oc_check_want(&first.t[i], &want[i], worst, why, len)) pass = 0;
+        oc_want_free(want, OC_MAX_IO);
     }
-    if (have) outs_free(&first);
+    if (pass && !c->fail) oc_outs_free(&first);
     return pass;
 }
 
@@ -392,19 +395,41 @@ void oc_diag(const char *fmt, ...)
     va_end(ap);
 }
 
+/* The TAP line of case c at storage s, where any instance ran at it. */
+static int storage_line(const op_case_t *c, int s, int good, int ran, int levels, double worst)
+{
+    if (!ran) return 0;
+    const char *dom = c->domain && *c->domain ? c->domain : "";
+    ok(good == ran, "%s%s%s@%d %s at %s storage: %d/%d instances, same bytes at %d ISA levels, "
+       "<= %.3g ulp from the correctly rounded value", dom, *dom ? ":" : "", c->op, c->opset, c->what,
+       oc_storage_name(s), good, ran, levels, worst);
+    return good != ran;
+}
+
 int oc_run_table(const op_case_t *cases, int n)
 {
     int failed = 0;
     for (int k = 0; k < n; k++) {
         const op_case_t *c = &cases[k];
         int variants = c->variants > 1 ? c->variants : 1, good = 0, levels = 0, shown = 0;
-        double worst = 0;
+        int sgood[OC_N_STORAGE] = {0}, sran[OC_N_STORAGE] = {0};
+        double worst = 0, sworst[OC_N_STORAGE] = {0};
         for (int v = 0; v < variants; v++) {
             oc_inst_t t;
             char why[320] = "";
             inst_init(&t, c, v);
-            if (check_inst(&t, &levels, &worst, why, sizeof why)) good++;
-            else if (shown++ < 3) diag("%s@%d %s, variant %d: %s", c->op, c->opset, c->what, v, why);
+            int pass = check_inst(&t, &levels, &worst, why, sizeof why);
+            good += pass;
+            if (!pass && shown++ < 3) diag("%s@%d %s, variant %d: %s", c->op, c->opset, c->what, v, why);
+            for (int st = 0; pass && !c->fail && st < OC_N_STORAGE; st++) {
+                int r = oc_check_storage(&t, st, &sworst[st], why, sizeof why);
+                if (r < 0) continue;
+                sran[st]++;
+                sgood[st] += r;
+                oc_storage_mark(t.node.op, st);
+                if (!r && shown++ < 3)
+                    diag("%s@%d %s, variant %d at %s storage: %s", c->op, c->opset, c->what, v, oc_storage_name(st), why);
+            }
             inst_free(&t);
         }
         const char *dom = c->domain && *c->domain ? c->domain : "";
@@ -416,6 +441,7 @@ int oc_run_table(const op_case_t *cases, int n)
                dom, *dom ? ":" : "", c->op, c->opset, c->what, good, variants, levels,
                c->threads > 1 ? " and 1/N threads" : "", worst);
         failed += good != variants;
+        for (int st = 0; st < OC_N_STORAGE; st++) failed += storage_line(c, st, sgood[st], sran[st], levels, sworst[st]);
     }
     scratch_pool_free(&scratch);
     return failed;

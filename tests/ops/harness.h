@@ -91,6 +91,9 @@ typedef struct op_case {
     dtype_t out_dt;
     double param[4];       /* free for ref and gen */
     const double *expect;  /* expected values worked out by hand, for refs that list them */
+    /* Why this case, though it has float tensors, runs at float32 storage
+     * only (storage.c sweeps every other at FP16 and BF16). */
+    const char *fp32_only;
     int out_nd;            /* and the shape they have */
     int64_t out_dims[TENSOR_MAX_DIMS];
 } op_case_t;
@@ -168,6 +171,41 @@ int oc_ref_elementwise(const oc_inst_t *t, oc_want_t *want);
  * the largest magnitude it handles: vmath's documented worst (sigmoid 2.40,
  * tanh 2.56, erf 1.62 ulp; libm's float functions within 1) rounded up. */
 #define STEP_ULPS 3
+
+/* ---- for storage.c (harness.c) ---- */
+
+/* A run's outputs (the preset buffers run_once gave them owned here). */
+typedef struct oc_outs {
+    tensor_t t[OC_MAX_IO];
+    void *garbage[OC_MAX_IO];
+    int rc;
+    perr_t e;
+} oc_outs_t;
+void oc_outs_free(oc_outs_t *o);
+/* Runs instance t at every ISA level (and thread count the case asks for);
+ * 1 if every run gave the same bytes (a .fail case: failed as it must),
+ * the first run's outputs in first (none for .fail cases); else 0 with a
+ * reason. */
+int oc_run_levels(const oc_inst_t *t, oc_outs_t *first, int *levels, char *why, size_t len);
+/* Same type, shape and bytes (sequences item by item). */
+int oc_same_tensor(const tensor_t *a, const tensor_t *b);
+/* Output got against the reference want (bytes, or value and bound). */
+int oc_check_want(const tensor_t *got, const oc_want_t *w, double *worst, char *why, size_t len);
+void oc_want_free(oc_want_t *w, int n);
+
+/* ---- storage precisions (storage.c) ---- */
+
+/* The storage types the sweep runs each case at besides float32. */
+enum { OC_FP16, OC_BF16, OC_N_STORAGE };
+const char *oc_storage_name(int s);
+/* Runs instance t (which passed at float32) with its float32 tensors
+ * stored as storage s, as the engine stores them (docs/testing.md):
+ * 1 passed, 0 failed (a reason in why), -1 not applicable (no float
+ * tensor, or the case is fp32_only). */
+int oc_check_storage(const oc_inst_t *t, int s, double *worst, char *why, size_t len);
+/* Notes that a case of row ran at storage s; whether one did. */
+void oc_storage_mark(const op_def_t *row, int s);
+int oc_storage_swept(const op_def_t *row, int s);
 
 /* Runs a table of cases; returns the count of failures. */
 int oc_run_table(const op_case_t *cases, int n);
