@@ -100,6 +100,8 @@ const op_case_t cases_cast[] = {
     {.op = "CastLike", .opset = 15, .what = "int32 -> double (the second input's type)", .n_in = 2,
      .in = {IN_V(DT_INT32, DIMS(6), -2, 1000001, 2000004, 3000007, 4000010, 5000013), IN_V(DT_DOUBLE, SCALAR, 0)},
      .ref = oc_ref_elementwise, .elem = e_same, .out_dt = DT_DOUBLE},
+    {.op = "CastLike", .opset = 15, .what = "float32 -> int8 (the second input's type): truncates, saturates, NaN -> 0",
+     .n_in = 2, .in = {F6, IN_V(DT_INT8, SCALAR, 0)}, .ref = oc_ref_elementwise, .elem = e_to_i8, .out_dt = DT_INT8},
     {.op = "Cast", .opset = 13, .what = "to string", .n_in = 1, .in = {F6}, .attr = {AI("to", DT_STRING)},
      .fail = "string"},
 };

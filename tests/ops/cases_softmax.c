@@ -288,6 +288,8 @@ const op_case_t cases_softmax[] = {
      .variants = 10, .ref = ref_topk},
     {.op = "CumSum", .opset = 14, .what = "float64, every axis, exclusive x reverse", .n_in = 2,
      .in = {IN_U(DT_DOUBLE, -2, 2, DIMS(3, 4, 5)), IN_GEN}, .gen = gen_cumsum, .variants = 24, .ref = ref_cumsum},
+    {.op = "CumSum", .opset = 14, .what = "float32, every axis, exclusive x reverse", .n_in = 2,
+     .in = {IN_U(DT_FLOAT, -2, 2, DIMS(3, 4, 5)), IN_GEN}, .gen = gen_cumsum, .variants = 24, .ref = ref_cumsum},
     {.op = "CumSum", .opset = 14, .what = "int64, every axis, exclusive x reverse", .n_in = 2,
      .in = {IN_I(DT_INT64, -50, 49, DIMS(3, 4, 5)), IN_GEN}, .gen = gen_cumsum, .variants = 24, .ref = ref_cumsum},
 };

@@ -17,6 +17,22 @@ static const char *const uncovered[] = {
 };
 #define N_UNCOVERED ((int)(sizeof uncovered / sizeof uncovered[0]) - 1)
 
+/* Rows no case runs at FP16/BF16 storage, each with the reason. */
+static const struct {
+    const char *key, *why;
+} fp32only[] = {
+#include "fp32only.h"
+    {NULL, NULL}
+};
+#define N_FP32ONLY ((int)(sizeof fp32only / sizeof fp32only[0]) - 1)
+
+static const char *fp32_reason(const char *key)
+{
+    for (int i = 0; i < N_FP32ONLY; i++)
+        if (!strcmp(fp32only[i].key, key)) return fp32only[i].why;
+    return NULL;
+}
+
 static const char *canon(const char *d) { return !d || !strcmp(d, "ai.onnx") ? "" : d; }
 
 /* "Op@since" for the default domain, "domain:Op@since" for another. */
@@ -42,6 +58,49 @@ static int listed(const char *key)
     for (int i = 0; i < N_UNCOVERED; i++)
         if (!strcmp(uncovered[i], key)) return 1;
     return 0;
+}
+
+/* The storage decision of every row: a case of it ran at FP16 and BF16
+ * storage (storage.c), or fp32only.h says why none can; and the list names
+ * only rows of the table that no case ran at those storages. */
+static void check_storage(const op_def_t *rows, int n)
+{
+    int swept = 0, missing = 0, stale = 0, unknown = 0;
+    char key[128];
+    for (int i = 0; i < n; i++) {
+        if (rows[i].control) continue;
+        row_key(&rows[i], key, sizeof key);
+        int has = oc_storage_swept(&rows[i], OC_FP16) && oc_storage_swept(&rows[i], OC_BF16);
+        const char *why = fp32_reason(key);
+        swept += has;
+        if (!has && !why) {
+            oc_diag("no case of %s ran at FP16/BF16 storage (add one with a float tensor, or say why in "
+                    "tests/ops/fp32only.h)", key);
+            missing++;
+        }
+        if (has && why) {
+            oc_diag("%s ran at FP16/BF16 storage: delete it from tests/ops/fp32only.h", key);
+            stale++;
+        }
+    }
+    for (int i = 0; i < N_FP32ONLY; i++) {
+        int found = 0;
+        for (int r = 0; r < n && !found; r++) {
+            row_key(&rows[r], key, sizeof key);
+            found = !strcmp(key, fp32only[i].key);
+        }
+        if (!found) {
+            oc_diag("fp32only.h lists %s, which is no row of the op table", fp32only[i].key);
+            unknown++;
+        }
+    }
+    char msg[240];
+    snprintf(msg, sizeof msg, "every row of the op table ran at FP16 and BF16 storage or says why not: %d rows swept, "
+             "%d listed in fp32only.h, %d without a decision", swept, N_FP32ONLY, missing);
+    oc_ok(missing == 0, msg);
+    snprintf(msg, sizeof msg, "fp32only.h lists only rows no case ran at FP16/BF16 storage (%d stale, %d unknown)", stale,
+             unknown);
+    oc_ok(stale == 0 && unknown == 0, msg);
 }
 
 void oc_check_coverage(const oc_table_t *tables, int n_tables)
@@ -78,6 +137,7 @@ void oc_check_coverage(const oc_table_t *tables, int n_tables)
             unknown++;
         }
     }
+    check_storage(rows, n);
     char msg[200];
     snprintf(msg, sizeof msg, "every row of the op table has a case or is listed as uncovered: %d of %d rows covered, "
              "%d control flow, %d listed, %d missing", covered, n, control, N_UNCOVERED, missing);

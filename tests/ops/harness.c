@@ -395,17 +395,6 @@ void oc_diag(const char *fmt, ...)
     va_end(ap);
 }
 
-/* The TAP line of case c at storage s, where any instance ran at it. */
-static int storage_line(const op_case_t *c, int s, int good, int ran, int levels, double worst)
-{
-    if (!ran) return 0;
-    const char *dom = c->domain && *c->domain ? c->domain : "";
-    ok(good == ran, "%s%s%s@%d %s at %s storage: %d/%d instances, same bytes at %d ISA levels, "
-       "<= %.3g ulp from the correctly rounded value", dom, *dom ? ":" : "", c->op, c->opset, c->what,
-       oc_storage_name(s), good, ran, levels, worst);
-    return good != ran;
-}
-
 int oc_run_table(const op_case_t *cases, int n)
 {
     int failed = 0;
@@ -441,7 +430,7 @@ int oc_run_table(const op_case_t *cases, int n)
                dom, *dom ? ":" : "", c->op, c->opset, c->what, good, variants, levels,
                c->threads > 1 ? " and 1/N threads" : "", worst);
         failed += good != variants;
-        for (int st = 0; st < OC_N_STORAGE; st++) failed += storage_line(c, st, sgood[st], sran[st], levels, sworst[st]);
+        for (int st = 0; st < OC_N_STORAGE; st++) failed += oc_storage_line(c, st, sgood[st], sran[st], levels, sworst[st]);
     }
     scratch_pool_free(&scratch);
     return failed;

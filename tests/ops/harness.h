@@ -91,9 +91,6 @@ typedef struct op_case {
     dtype_t out_dt;
     double param[4];       /* free for ref and gen */
     const double *expect;  /* expected values worked out by hand, for refs that list them */
-    /* Why this case, though it has float tensors, runs at float32 storage
-     * only (storage.c sweeps every other at FP16 and BF16). */
-    const char *fp32_only;
     int out_nd;            /* and the shape they have */
     int64_t out_dims[TENSOR_MAX_DIMS];
 } op_case_t;
@@ -201,8 +198,12 @@ const char *oc_storage_name(int s);
 /* Runs instance t (which passed at float32) with its float32 tensors
  * stored as storage s, as the engine stores them (docs/testing.md):
  * 1 passed, 0 failed (a reason in why), -1 not applicable (no float
- * tensor, or the case is fp32_only). */
+ * tensor). worst: the most storage ulps an output is off its correctly
+ * rounded reference value. */
 int oc_check_storage(const oc_inst_t *t, int s, double *worst, char *why, size_t len);
+/* The TAP line of case c at storage s, where any instance ran at it
+ * (good of ran passed; worst: oc_check_storage's); 1 if it failed. */
+int oc_storage_line(const op_case_t *c, int s, int good, int ran, int levels, double worst);
 /* Notes that a case of row ran at storage s; whether one did. */
 void oc_storage_mark(const op_def_t *row, int s);
 int oc_storage_swept(const op_def_t *row, int s);

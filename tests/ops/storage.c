@@ -19,10 +19,10 @@
  * beyond b, a subnormal's quantum near zero, and inf past the largest
  * finite value (65504 in FP16) exactly when every result the bound allows
  * rounds there. An exact result must be rnd(v) bit for bit. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "harness.h"
-#include "tap.h"
 
 /* Significand bits (the implicit one included), smallest normal exponent
  * and largest finite value of each storage type. */
@@ -38,6 +38,26 @@ static const struct storage {
 };
 
 const char *oc_storage_name(int s) { return storages[s].name; }
+
+/* Stored results that overflowed to inf from a finite reference value, and
+ * that are subnormal in the storage type, since the last TAP line. */
+static int64_t n_inf[OC_N_STORAGE], n_sub[OC_N_STORAGE];
+
+int oc_storage_line(const op_case_t *c, int s, int good, int ran, int levels, double worst)
+{
+    char extra[96] = "";
+    if (n_inf[s] || n_sub[s])
+        snprintf(extra, sizeof extra, " (%lld overflowed to inf, %lld subnormal)", (long long)n_inf[s], (long long)n_sub[s]);
+    n_inf[s] = n_sub[s] = 0;
+    if (!ran) return 0;
+    const char *dom = c->domain && *c->domain ? c->domain : "";
+    char msg[512];
+    snprintf(msg, sizeof msg, "%s%s%s@%d %s at %s storage: %d/%d instances, same bytes at %d ISA levels, <= %.3g ulp "
+             "from the correctly rounded value%s", dom, *dom ? ":" : "", c->op, c->opset, c->what, storages[s].name, good,
+             ran, levels, worst, extra);
+    oc_ok(good == ran, msg);
+    return good != ran;
+}
 
 /* x rounded to nearest, ties to even, in storage st: the quantum q is the
  * place of the last significand bit of a value of x's binade (of the
@@ -96,8 +116,55 @@ static void stored_free(stored_t *p)
     }
 }
 
+/* x narrowed by the engine (tensor_cast) to *half, and rounded here to
+ * *round (float32); -1 with a reason where the two disagree. */
+static int store_tensor(const tensor_t *x, const struct storage *st, tensor_t **half, tensor_t **round, char *why,
+                        size_t len)
+{
+    perr_t e = {0};
+    *half = calloc(1, sizeof **half);
+    *round = oc_tensor(DT_FLOAT, x->ndim, x->dims);
+    if (tensor_cast(x, st->dt, *half, &e)) {
+        snprintf(why, len, "cannot narrow an input: %s", e.msg);
+        return -1;
+    }
+    for (int64_t k = 0; k < tensor_numel(x); k++) {
+        double r = round_to(tensor_get_f64(x, k), st), h = half_value(*half, k);
+        ((float *)(*round)->data)[k] = (float)r;
+        if (!(r == h && signbit(r) == signbit(h)) && !(isnan(r) && isnan(h))) {
+            snprintf(why, len, "input element %lld: %.9g narrows to %.9g, rounding says %.9g", (long long)k,
+                     tensor_get_f64(x, k), h, r);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* A sequence of float32 items stored as st: its items narrowed (*half)
+ * and rounded (*round), new sequences. */
+static int store_sequence(const tensor_t *x, const struct storage *st, tensor_t **half, tensor_t **round, char *why,
+                          size_t len)
+{
+    const tensor_seq_t *q = tensor_seq(x);
+    tensor_t *h[OC_MAX_VALS] = {0}, *r[OC_MAX_VALS] = {0};
+    int rc = q->n > OC_MAX_VALS ? -1 : 0;
+    for (int k = 0; !rc && k < q->n; k++) rc = store_tensor(&q->items[k], st, &h[k], &r[k], why, len);
+    if (!rc) {
+        *half = oc_sequence(q->n, (const tensor_t *const *)h);
+        *round = oc_sequence(q->n, (const tensor_t *const *)r);
+    }
+    for (int k = 0; k < OC_MAX_VALS; k++) {
+        tensor_free(h[k]);
+        tensor_free(r[k]);
+    }
+    return rc;
+}
+
 /* Makes the three forms of t's inputs; 0, or -1 with a reason when the
- * engine's narrowing of an input differs from the rounding here. */
+ * engine's narrowing of an input differs from the rounding here. A float32
+ * input of the emulated form keeps its values, which round_inputs rounds;
+ * a sequence of float32 items holds them rounded already, as the engine's
+ * FP16 layers would have stored them. */
 static int store_inputs(const oc_inst_t *t, const struct storage *st, stored_t *p, char *why, size_t len)
 {
     memset(p, 0, sizeof *p);
@@ -106,27 +173,14 @@ static int store_inputs(const oc_inst_t *t, const struct storage *st, stored_t *
     p->emulated.node.precision = st->prec;
     for (int i = 0; i < t->n_in; i++) {
         const tensor_t *x = t->in[i];
-        if (!x || x->dtype != DT_FLOAT) continue;
+        int seq = x && x->dtype == DT_SEQUENCE && tensor_seq(x)->n && tensor_seq(x)->items[0].dtype == DT_FLOAT;
+        if (!seq && (!x || x->dtype != DT_FLOAT)) continue;
         p->n_float++;
-        p->emulated.node.round_inputs |= i < 64 ? (uint64_t)1 << i : 0;
-        perr_t e = {0};
-        p->half[i] = calloc(1, sizeof *p->half[i]);
-        p->round[i] = oc_tensor(DT_FLOAT, x->ndim, x->dims);
-        if (tensor_cast(x, st->dt, p->half[i], &e)) {
-            snprintf(why, len, "cannot narrow input %d: %s", i, e.msg);
-            return -1;
-        }
-        for (int64_t k = 0; k < tensor_numel(x); k++) {
-            double r = round_to(tensor_get_f64(x, k), st), h = half_value(p->half[i], k);
-            ((float *)p->round[i]->data)[k] = (float)r;
-            if (!(r == h && signbit(r) == signbit(h)) && !(isnan(r) && isnan(h))) {
-                snprintf(why, len, "input %d element %lld: %.9g narrows to %.9g, rounding says %.9g", i, (long long)k,
-                         tensor_get_f64(x, k), h, r);
-                return -1;
-            }
-        }
+        if (!seq) p->emulated.node.round_inputs |= i < 64 ? (uint64_t)1 << i : 0;
+        if ((seq ? store_sequence : store_tensor)(x, st, &p->half[i], &p->round[i], why, len)) return -1;
         p->typed.in[i] = p->half[i];
         p->wide.in[i] = p->round[i];
+        if (seq) p->emulated.in[i] = p->round[i];
     }
     return 0;
 }
@@ -154,6 +208,8 @@ static int check_rounded(const tensor_t *got, const oc_want_t *w, const struct s
         /* what the TAP line reports: storage ulps from the correctly rounded v */
         double rv = round_to(v, st), r = g == rv ? 0 : fabs(g - rv) / quantum(rv, st);
         if (!(r <= *worst)) *worst = isnan(r) ? INFINITY : r;
+        n_inf[st - storages] += isinf(g) && isfinite(v);
+        n_sub[st - storages] += g != 0 && fabs(g) < ldexp(1, st->emin);
         if (in) continue;
         snprintf(why, len, "element %lld: got %.9g, want %.9g +- %.3g, stored in [%.9g, %.9g]", (long long)i, g, v, b,
                  lo, hi);
@@ -229,7 +285,7 @@ static int check_form(const oc_inst_t *run, const oc_inst_t *inst, dtype_t round
 int oc_check_storage(const oc_inst_t *t, int s, double *worst, char *why, size_t len)
 {
     const struct storage *st = &storages[s];
-    if (t->c->fp32_only || t->c->fail) return -1;
+    if (t->c->fail) return -1;
     stored_t p;
     int rc = store_inputs(t, st, &p, why, len) ? 0 : -1;
     const char *mode = "narrowing";
