@@ -6,7 +6,9 @@
  * (delete its line). If, Loop and Scan (rows marked control) are no
  * kernels: the executor runs their subgraphs (engine/control.c), node_run
  * never does, so they are counted apart, and ONNX's node tests
- * (tests/conformance/) and the e2e models cover them. */
+ * (tests/conformance/) and the e2e models cover them. Likewise every row
+ * must have run at FP16 and BF16 storage (storage.c) or be listed with the
+ * reason in fp32only.h. */
 #include <string.h>
 #include <stdio.h>
 #include "harness.h"

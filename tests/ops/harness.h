@@ -5,8 +5,10 @@
  * case's node in memory, runs it through node_run (the executor's one path to
  * a kernel) at every ISA level the CPU has, requires the same output bytes at
  * every level, and checks the outputs against the reference within a bound
- * derived from the arithmetic (tests/bounds.h). coverage.c fails when a row
- * of op_table() has no case. docs/testing.md describes how to add one. */
+ * derived from the arithmetic (tests/bounds.h); then again with its float
+ * tensors stored as FP16 and BF16 (storage.c). coverage.c fails when a row
+ * of op_table() has no case, or runs at no storage precision without a
+ * reason. docs/testing.md describes how to add one. */
 #ifndef PARITY_TEST_OPS_HARNESS_H
 #define PARITY_TEST_OPS_HARNESS_H
 
