@@ -44,7 +44,9 @@ static double num(json_t *o, const char *a, const char *b)
 }
 
 /* A judged output that fails, named once over the samples with its worst
- * figures: "d1 (max |a-b| 0.534, SNR 0.0 dB)", or "d1 (missing)". */
+ * figures, each labelled (the layerwise evidence that may follow is of one
+ * sample): "d1 (max |a-b| 0.534, lowest SNR 0.0 dB, over all samples)", or
+ * "d1 (missing)". */
 static void note_failing(cell_t *c, json_t *ts, size_t upto, json_t *t)
 {
     const char *name = json_string_value(json_object_get(t, "name"));
@@ -66,7 +68,9 @@ static void note_failing(cell_t *c, json_t *ts, size_t upto, json_t *t)
     if (c->n_failing++ == 4) snprintf(c->failing + n, sizeof c->failing - n, ", ...");
     if (c->n_failing > 4) return;
     if (strcmp(st, "fail")) snprintf(c->failing + n, sizeof c->failing - n, "%s%s (%s)", n ? ", " : "", name, st);
-    else if (s < INFINITY) snprintf(c->failing + n, sizeof c->failing - n, "%s%s (max |a-b| %.3g, SNR %.1f dB)", n ? ", " : "", name, a, s);
+    else if (s < INFINITY)
+        snprintf(c->failing + n, sizeof c->failing - n, "%s%s (max |a-b| %.3g, lowest SNR %.1f dB, over all samples)",
+                 n ? ", " : "", name, a, s);
     else snprintf(c->failing + n, sizeof c->failing - n, "%s%s (max |a-b| %.3g)", n ? ", " : "", name, a);
 }
 
@@ -282,9 +286,9 @@ void report_evaluate(report_t *r)
                     not_judged(k, why ? why : "compare judged nothing");
                 } else if (!ok) {
                     snprintf(k->reason, sizeof k->reason, "%s: outputs differ from the reference beyond tolerance%s%s "
-                             "(worst max |a-b| %.3g, p99 rel %.3g, SNR %.1f dB%s).", c->precision, c->failing[0] ? ": " : "",
-                             c->failing, c->max_abs, c->max_rel_p99, c->snr_db,
-                             c->n_unjudged ? " over the judged outputs" : "");
+                             "(at the %soutputs, over all samples: worst max |a-b| %.3g, p99 rel %.3g, lowest SNR %.1f dB).",
+                             c->precision, c->failing[0] ? ": " : "", c->failing, c->n_unjudged ? "judged " : "", c->max_abs,
+                             c->max_rel_p99, c->snr_db);
                     explain_divergence(c, k->reason, sizeof k->reason);
                 }
             } else if (!strcmp(name, "map_drop")) {

@@ -249,6 +249,7 @@ static void find_firsts(lw_sample_t *s)
     s->first_fail = s->first_nonfinite = s->ref_nonfinite = -1;
     for (int i = 0; i < s->n; i++) {
         const lw_row_t *r = &s->rows[i];
+        if (r->shown_only) continue;
         if (s->first_fail < 0 && !r->ordered && (r->res.status == RES_FAIL || r->res.status == RES_SHAPE)) s->first_fail = i;
         if (s->first_nonfinite < 0 && lw_new_nonfinite(r)) s->first_nonfinite = i;
         if (s->ref_nonfinite < 0 && lw_compared(r) && nonfinite(&r->res.st.b)) s->ref_nonfinite = i;
@@ -279,7 +280,7 @@ static void rank_rows(lw_sample_t *s)
     s->rank = xmalloc((size_t)(s->n + 1) * sizeof *s->rank);
     s->n_rank = 0;
     for (int i = 0; i < s->n; i++)
-        if (lw_compared(&s->rows[i]) && s->rows[i].layer >= 0) s->rank[s->n_rank++] = i;
+        if (lw_compared(&s->rows[i]) && s->rows[i].layer >= 0 && !s->rows[i].shown_only) s->rank[s->n_rank++] = i;
     qsort_r(s->rank, (size_t)s->n_rank, sizeof *s->rank, cmp_rank, s);
 }
 
@@ -310,6 +311,7 @@ int lw_run(const cmp_side_t *a, const cmp_side_t *b, const lw_layers_t *L, const
         set_close(&sa);
         set_close(&sb);
         if (rc) break;
+        lw_mark_shown_only(s, L, cfg);
         find_firsts(s);
         if (local) rank_rows(s);
         lw_diagnose(s, L, local);
