@@ -31,6 +31,8 @@ typedef struct lw_layer {
 typedef struct lw_layers {
     char *path, *source, *precision;
     int marks_outputs;        /* the report says which tensors are graph outputs (else: tensors no layer reads) */
+    char *cell, *cell_config; /* a validation's precision entry (build/MODEL/engines/CELL.layers.json) and where its
+                                 config is written, for the fix line (lw_cell_config); NULL when unknown */
     int n;
     lw_layer_t *l;
 } lw_layers_t;

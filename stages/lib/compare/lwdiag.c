@@ -369,17 +369,22 @@ static void write_fix(text_t *f, const lw_sample_t *s, const lw_layers_t *L)
         add(f, ", precision: fp32}]`");
         return;
     }
+    /* where the cell's precision is configured, when the layer report is a
+     * validation's: the fix names that place, not only the global precision */
+    const char *where = L->cell_config ? L->cell_config : "the precision config";
     if (!strcmp(l->op, "BatchNormalization") && l->out_of_range)
-        add(f, "a deploy engine folds a BatchNormalization into the Conv before it in FP32 at build time: keep "
-               "fold: {batchnorm: true} (the default) in the precision config, or ");
-    add(f, "run layer %s in fp32: precision config line `layers: [{match: ", l->name);
+        add(f, "a deploy engine folds a BatchNormalization into the Conv before it in FP32 at build time: set "
+               "fold: {batchnorm: true} (the default) in %s, or ", where);
+    add(f, "run layer %s in fp32: in %s, the line `layers: [{match: ", l->name, where);
     add_glob(f, l->name);
     add(f, ", precision: fp32}]`");
     if (strstr(l->name, "LayerNorm") || !strcmp(l->op, "Pow"))
         add(f, " (a decomposed LayerNorm: pin its layers to fp32, or export with opset >= 17 LayerNormalization)");
     char model[256];
-    if (make_args(L, model, sizeof model))
-        add(f, "; the fewest layers to keep in fp32: `make fix-precision MODEL=%s PRECISION=%s`", model, L->precision);
+    if (!make_args(L, model, sizeof model)) return;
+    add(f, "; the fewest layers to keep in fp32: `make fix-precision MODEL=%s PRECISION=%s`", model, L->precision);
+    if (L->cell && strcmp(L->cell, L->precision))
+        add(f, " (it searches from the global %s precision, not from the config of precision '%s')", L->precision, L->cell);
 }
 
 static void pin_list(text_t *d, const lw_sample_t *s, const lw_layers_t *L)
