@@ -44,7 +44,9 @@ static double num(json_t *o, const char *a, const char *b)
 }
 
 /* A judged output that fails, named once over the samples with its worst
- * figures: "d1 (max |a-b| 0.534, SNR 0.0 dB)", or "d1 (missing)". */
+ * figures, each labelled (the layerwise evidence that may follow is of one
+ * sample): "d1 (max |a-b| 0.534, lowest SNR 0.0 dB, over all samples)", or
+ * "d1 (missing)". */
 static void note_failing(cell_t *c, json_t *ts, size_t upto, json_t *t)
 {
     const char *name = json_string_value(json_object_get(t, "name"));
@@ -66,7 +68,9 @@ static void note_failing(cell_t *c, json_t *ts, size_t upto, json_t *t)
     if (c->n_failing++ == 4) snprintf(c->failing + n, sizeof c->failing - n, ", ...");
     if (c->n_failing > 4) return;
     if (strcmp(st, "fail")) snprintf(c->failing + n, sizeof c->failing - n, "%s%s (%s)", n ? ", " : "", name, st);
-    else if (s < INFINITY) snprintf(c->failing + n, sizeof c->failing - n, "%s%s (max |a-b| %.3g, SNR %.1f dB)", n ? ", " : "", name, a, s);
+    else if (s < INFINITY)
+        snprintf(c->failing + n, sizeof c->failing - n, "%s%s (max |a-b| %.3g, lowest SNR %.1f dB, over all samples)",
+                 n ? ", " : "", name, a, s);
     else snprintf(c->failing + n, sizeof c->failing - n, "%s%s (max |a-b| %.3g)", n ? ", " : "", name, a);
 }
 
@@ -282,9 +286,9 @@ void report_evaluate(report_t *r)
                     not_judged(k, why ? why : "compare judged nothing");
                 } else if (!ok) {
                     snprintf(k->reason, sizeof k->reason, "%s: outputs differ from the reference beyond tolerance%s%s "
-                             "(worst max |a-b| %.3g, p99 rel %.3g, SNR %.1f dB%s).", c->precision, c->failing[0] ? ": " : "",
-                             c->failing, c->max_abs, c->max_rel_p99, c->snr_db,
-                             c->n_unjudged ? " over the judged outputs" : "");
+                             "(at the %soutputs, over all samples: worst max |a-b| %.3g, p99 rel %.3g, lowest SNR %.1f dB).",
+                             c->precision, c->failing[0] ? ": " : "", c->failing, c->n_unjudged ? "judged " : "", c->max_abs,
+                             c->max_rel_p99, c->snr_db);
                     explain_divergence(c, k->reason, sizeof k->reason);
                 }
             } else if (!strcmp(name, "map_drop")) {
@@ -347,7 +351,14 @@ static void judge_cells(report_t *r)
         r->failed += !r->checks[k].passed && !r->checks[k].expected;
         r->n_unjudged += !r->checks[k].judged;
     }
-    if (!r->n_checks) r->failed = 1;   /* nothing judged is never a PASS */
+    /* Nothing judged is never a PASS, but for a run of the reference alone
+     * (make validate PRECISIONS=fp32): what the others are judged against
+     * has nothing to be compared with, which the verdict says. */
+    if (!r->n_checks) {
+        r->reference_only = r->n_cells > 0;
+        for (int i = 0; i < r->n_cells; i++) r->reference_only &= r->cells[i].is_reference;
+        r->failed = !r->reference_only;
+    }
     verdict_line(r);
 }
 
@@ -379,6 +390,14 @@ static void verdict_line(report_t *r)
     size_t n = 0, cap = sizeof r->verdict;
     char *v = r->verdict;
     int fails = r->failed - r->n_xpass;   /* XPASS adds one failing check per cell */
+    if (r->reference_only) {
+        n = cat(v, n, cap, "PASS — reference only: %s is what the other cells are judged against, and no other cell "
+                "ran, so nothing was compared", r->cells[0].name);
+        if (r->cells[0].mtext[0]) n = cat(v, n, cap, " (%s)", r->cells[0].mtext);
+        else if (r->cells[0].ap >= 0) n = cat(v, n, cap, " (its %s: %.1f)", r->ap_name ? r->ap_name : "AP", 100 * r->cells[0].ap);
+        cat(v, n, cap, "; add a precision or variant to judge one");
+        return;
+    }
     if (!r->n_checks) {
         snprintf(v, cap, "FAIL — nothing judged: no check applies to the %d cell%s given", r->n_cells, r->n_cells == 1 ? "" : "s");
         return;

@@ -43,6 +43,7 @@ int write_results_json(const report_t *r, const char *path, perr_t *e)
     json_object_set_new(root, "verdict", json_string(r->failed ? "FAIL" : "PASS"));
     json_object_set_new(root, "verdict_line", json_string(r->verdict));
     json_object_set_new(root, "checks_total", json_integer(r->n_checks));
+    if (r->reference_only) json_object_set_new(root, "reference_only", json_true());
     json_object_set_new(root, "checks_failed", json_integer(r->failed));
     json_object_set_new(root, "checks_not_judged", json_integer(r->n_unjudged));
     json_object_set_new(root, "expected_failures", json_integer(r->n_xfail));
@@ -235,11 +236,13 @@ int write_junit(const report_t *r, const char *path, perr_t *e)
     xml_escape(f, r->model);
     int skipped = 0;
     for (int i = 0; i < r->n_checks; i++) skipped += !r->checks[i].passed && r->checks[i].expected;
+    skipped += r->reference_only;
     fprintf(f, "\" tests=\"%d\" failures=\"%d\" skipped=\"%d\">\n", r->n_checks ? r->n_checks : 1, r->failed, skipped);
-    if (!r->n_checks) {   /* a run that judged nothing is one failing test, not an empty suite */
+    if (!r->n_checks) {   /* a run that judged nothing is one failing test (skipped: the reference alone), not an empty suite */
         fprintf(f, "  <testcase classname=\"");
         xml_escape(f, r->model);
-        fprintf(f, "\" name=\"nothing_judged\">\n    <failure type=\"not-judged\" message=\"");
+        if (r->reference_only) fprintf(f, "\" name=\"reference_only\">\n    <skipped message=\"");
+        else fprintf(f, "\" name=\"nothing_judged\">\n    <failure type=\"not-judged\" message=\"");
         xml_escape(f, r->verdict);
         fprintf(f, "\"/>\n  </testcase>\n");
     }
@@ -293,8 +296,8 @@ static const char *results_malformed(json_t *j)
         if (!json_string_value(json_object_get(k, "cell")) || !json_string_value(json_object_get(k, "check")) ||
             !json_is_boolean(json_object_get(k, "passed")))
             return "a check without its cell, check name or passed";
-    int pass = !strcmp(verdict, "PASS");
-    if (pass != (json_integer_value(failed) == 0 && json_integer_value(total) > 0))
+    int pass = !strcmp(verdict, "PASS"), ref_only = json_is_true(json_object_get(j, "reference_only"));
+    if (pass != (json_integer_value(failed) == 0 && (json_integer_value(total) > 0 || ref_only)))
         return "the verdict disagrees with checks_total and checks_failed";
     return NULL;
 }

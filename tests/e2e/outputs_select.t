@@ -80,6 +80,33 @@ try:
     ok(abs(cell["max_abs_error"] - max(worst.values())) <= 1e-9 and cell["failing_outputs"].startswith("d1 ("),
        "all judged: the headline is the worst of every output (%.3g)" % max(worst.values()), cell)
 
+    # 2b. output judged and failing (tolerance 1e-7), side outputs far worse: the diagnosis's cause,
+    #     evidence and headline come from output's path alone; the side outputs appear labelled as
+    #     shown only; every figure of the verdict says what it is of (issue 34 items 2 and 3)
+    rc, out = validate(base.replace("compare: {atol: 1.0e-2, rtol: 1.0e-2}", "compare: {atol: 1.0e-7, rtol: 1.0e-7}"))
+    r = results()
+    fail = [k for k in r["checks"] if not k["passed"] and k["cell"] == "stretch__fp16"]
+    reason = fail[0]["reason"] if fail else ""
+    lw = json.load(open("build/%s/cells/stretch__fp16/layerwise.json" % name))["layerwise"]["samples"][0]
+    rows = {x["tensor"]: x for x in lw["rows"]}
+    ok(rc != 0 and len(fail) == 1 and "/side" not in lw["cause"] and lw["cause"]
+       and (lw.get("worst_failure") or {}).get("tensor") in ("e", "r", "h", "output"),
+       "output fails: the cause is on output's path, not the side outputs' (which lose far more)", lw["cause"])
+    ok((lw.get("worst_output") or {}).get("tensor") == "output" and (lw.get("worst_shown_only_output") or {}).get("tensor") in ("d1", "d3")
+       and "at the judged outputs of the sample compared layer by layer" in lw["evidence"] and ": output, SNR" in lw["evidence"]
+       and "shown only, not judged: d" in lw["evidence"],
+       "the evidence's output figures are output's, labelled by sample; the worst side output is named as shown only", lw["evidence"])
+    side = [t for t in rows if t[:1] in "pqsd" and t[1:] in ("1", "2", "3")]
+    main = [t for t in rows if t in ("e", "r", "h", "output")]
+    ok(len(side) >= 3 and "output" in main and all(rows[t].get("shown_only") for t in side)
+       and not any(rows[t].get("shown_only") for t in main),
+       "layerwise rows: the side branches are marked shown_only, output's path is not",
+       {t: rows[t].get("shown_only") for t in rows})
+    ok("output (max |a-b| %.3g, lowest SNR" % worst["output"] in reason and ", over all samples)" in reason
+       and "at the judged outputs, over all samples: worst max |a-b| %.3g" % worst["output"] in reason
+       and "d1 (" not in reason and "d3 (" not in reason.split("shown only")[0],
+       "the verdict's figures are labelled (lowest SNR over all samples, at the judged outputs) and are output's", reason)
+
     # 3. compare.ignore with a glob, and a glob in compare.outputs' tolerances
     rc, out = validate(base.replace("outputs: [output]\n", "").replace("compare: {", "compare: {ignore: ['d[13]'], "))
     ok(rc == 0 and "PASS" in out, "compare.ignore: ['d[13]'] passes the run", out)

@@ -180,7 +180,8 @@ ok(rc == 1 and s["first_failure"]["layer_index"] == 3 and wf.get("layer_index") 
    "a slight failure at layer 3 and a collapse at 14: first in order 3, worst by severity 14 (drop %.1f dB)"
    % wf.get("snr_drop_db", 0), out)
 ok(s["cause"].startswith("precision issue in layer /blocks.14/") and "/blocks.3/" in s["evidence"]
-   and "at the outputs: %s" % out_name(N - 1, ops[N - 1]) in s["evidence"],
+   and "at the outputs of the sample compared layer by layer" in s["evidence"]
+   and ": %s, SNR" % out_name(N - 1, ops[N - 1]) in s["evidence"],
    "the cause names layer 14; the evidence names the earlier first failure and the output's SNR", s["diagnosis"])
 ok("`layers: [{match: '/blocks.14/%s', precision: fp32}]`" % ops[14] in s["fix"]
    and "`make fix-precision MODEL=chainnet PRECISION=fp16`" in s["fix"]

@@ -16,6 +16,7 @@
 #  3. The other switches turn their fold off; bad fold keys are refused.
 import json
 import os
+import shutil
 import sys
 
 import numpy as np
@@ -199,6 +200,28 @@ ok(rc == 1 and (s.get("first_failure") or {}).get("layer") == "/backbone/Conv"
    and "fold: {batchnorm: true}" in s.get("fix", "") and "match: '/head/BatchNormalization'" in s.get("fix", ""),
    "layerwise: the diagnosis blames the BatchNormalization and its variance, not the first failing Conv, and "
    "gives the fold and the precision config line as fixes", out + err)
+
+# the same layer report where a validation keeps it (build/MODEL/engines/CELL.layers.json, beside
+# build-engine's CELL.args): the fix names where the cell's precision is configured -- its own
+# config: entry in configs/models/MODEL.yaml (ppocr-det's fp16-nofold, issue 34 item 4), or the file
+# it names -- and says the make command searches from the global precision, not the cell's config
+for kind, cfg in (("inline", "build/ocrdet/configs/precision-fp16-nofold.yaml"), ("file", "configs/precisions/nofold16.yaml")):
+    edir = os.path.join(tmp, kind, "build", "ocrdet", "engines")
+    os.makedirs(edir)
+    shutil.copy(os.path.join(tmp, "head16nofold.layers.json"), os.path.join(edir, "fp16-nofold.layers.json"))
+    json.dump(["--config", cfg], open(os.path.join(edir, "fp16-nofold.args"), "w"))
+    js = os.path.join(tmp, kind + "-lw.json")
+    rc, out, err = run("compare", "--layerwise", dnf, d32, "--layers", os.path.join(edir, "fp16-nofold.layers.json"),
+                       "--atol", "1e-3", "--rtol", "1e-3", "--json", js)
+    fix = json.load(open(js))["layerwise"]["samples"][0].get("fix", "") if os.path.exists(js) else ""
+    where = ("the config of precision 'fp16-nofold' in configs/models/ocrdet.yaml (its config: entry)" if kind == "inline"
+             else "configs/precisions/nofold16.yaml (the config of precision 'fp16-nofold' in configs/models/ocrdet.yaml)")
+    ok(rc == 1 and "set fold: {batchnorm: true} (the default) in " + where in fix
+       and "in %s, the line `layers: [{match: '/head/BatchNormalization', precision: fp32}]`" % where in fix
+       and "`make fix-precision MODEL=ocrdet PRECISION=fp16` (it searches from the global fp16 precision, not from the "
+           "config of precision 'fp16-nofold')" in fix,
+       "a validation's %s-configured cell: the fix names where to set fold: {batchnorm: true}, not only the global precision"
+       % kind, fix + out + err)
 
 # ---- Conv + Add(residual) + Relu: one layer, the sum rounded once ---------
 # FP32: conv_net's residual blocks fuse (the Conv takes the Add and the Relu

@@ -4,7 +4,8 @@
 # false (no reference detection above the score floor, only empty tensors),
 # a missing compare result, no mAP (-1: no ground truth) — says "not judged"
 # in results.json, JUnit (failure type not-judged) and the verdict, which
-# fails; no expected failure excuses it; a report of no check at all fails;
+# fails; no expected failure excuses it; a report of no check at all fails,
+# unless its cells are the reference alone (said so, not a failure: issue 34);
 # --cells naming a cell the plan lacks is refused.
 import json
 import os
@@ -85,11 +86,24 @@ p, res, junit, v = run_report(plan("good", judged_ok, mapj(0.6)), "good")
 ok(p.returncode == 0 and res["verdict"] == "PASS" and res["checks_not_judged"] == 0 and v.returncode == 0
    and all(k["judged"] for k in res["checks"]), "control: the plan with judged results passes", p.stderr + json.dumps(res)[:400])
 
-# nothing to judge at all: only the reference cell (its finite check needs a compare result)
+# the reference alone (make validate PRECISIONS=fp32, issue 34): no check applies to it (its finite
+# check needs a compare result), and there is nothing to compare it with: the verdict says so and
+# the run does not fail for it; JUnit marks it skipped, not failed
 p, res, junit, v = run_report(plan("good", judged_ok, mapj(0.6)), "ref-only", "v__fp32")
+ok(p.returncode == 0 and res["verdict"] == "PASS" and res.get("reference_only") is True and res["checks_total"] == 0
+   and "reference only" in res["verdict_line"] and "v__fp32" in res["verdict_line"] and "nothing was compared" in res["verdict_line"]
+   and "AP: 60.0" in res["verdict_line"] and v.returncode == 0 and "reference only" in v.stdout
+   and not list(junit.iter("failure")) and [t for t in junit.iter("skipped")],
+   "the reference cell alone: PASS, reference only, nothing compared, its AP named (results.json, JUnit skipped, --verdict)",
+   json.dumps(res)[:600])
+
+# nothing to judge at all and not the reference: a cell whose checks are none still fails
+pl = json.load(open(plan("good", judged_ok, mapj(0.6))))
+pl["cells"][1]["checks"] = []
+p, res, junit, v = run_report(write("nocheck-plan.json", pl), "no-check", "v__fp16")
 ok(p.returncode == 0 and res["verdict"] == "FAIL" and res["checks_total"] == 0 and "nothing judged" in res["verdict_line"]
-   and v.returncode == 1 and [t for t in junit.iter("failure") if t.get("type") == "not-judged"],
-   "a report with no check: FAIL, nothing judged (results.json, JUnit, --verdict)", json.dumps(res)[:400])
+   and "reference_only" not in res and v.returncode == 1 and [t for t in junit.iter("failure") if t.get("type") == "not-judged"],
+   "a report with no check over a non-reference cell: FAIL, nothing judged (results.json, JUnit, --verdict)", json.dumps(res)[:400])
 p, res, junit, v = run_report(plan("good", judged_ok, mapj(0.6)), "nosuch", "nosuchcell__fp32")
 ok(one_line_error(p.returncode, p.stderr, "'nosuchcell__fp32' is not a cell"), "report --cells nosuchcell__fp32: refused, exit 2",
    p.stderr)

@@ -55,6 +55,52 @@ static void mark_graph_outputs(lw_layer_t *l, const json_t *names)
             if (json_is_string(v) && !strcmp(json_string_value(v), l->outs[k])) l->graph_out[k] = 1;
 }
 
+/* A validation's layer report, DIR/engines/CELL.layers.json, lies beside
+ * CELL.args, build-engine's arguments (plan/emit.c). Its --config is the
+ * plan's copy of an inline config, DIR/configs/precision-CELL.yaml, when
+ * the cell's config is written in the model config's precisions: entry
+ * (configs/models/MODEL.yaml, MODEL the name of DIR), else a config file.
+ * Sets L->cell and L->cell_config (in words, for the fix line); an
+ * unreadable or foreign arguments file leaves them NULL: it is context for
+ * a message, never a reason to fail. */
+static void lw_cell_config(lw_layers_t *L)
+{
+    const char *p = L->path, *eng = strstr(p, "/engines/"), *sfx = ".layers.json";
+    size_t n = strlen(p), ns = strlen(sfx);
+    if (!eng || n <= ns || strcmp(p + n - ns, sfx) || strchr(eng + 9, '/')) return;
+    const char *model = eng;
+    while (model > p && model[-1] != '/') model--;
+    if (model == eng) return;
+    char *cell = xstrndup(eng + 9, (size_t)(p + n - ns - (eng + 9)));
+    char *args = xmalloc(n + 8), *inline_path = xmalloc(n + strlen(cell) + 32);
+    snprintf(args, n + 8, "%.*s.args", (int)(n - ns), p);
+    snprintf(inline_path, n + strlen(cell) + 32, "%.*s/configs/precision-%s.yaml", (int)(eng - p), p, cell);
+    json_t *a = json_load_file(args, 0, NULL);
+    const char *cfg = NULL;
+    for (size_t i = 0; json_is_array(a) && i + 1 < json_array_size(a); i++)
+        if (json_is_string(json_array_get(a, i)) && !strcmp(json_string_value(json_array_get(a, i)), "--config"))
+            cfg = json_string_value(json_array_get(a, i + 1));
+    if (cfg) {
+        int inl = !strcmp(cfg, inline_path) || (strlen(cfg) < strlen(inline_path) &&
+                                                !strcmp(inline_path + strlen(inline_path) - strlen(cfg), cfg) &&
+                                                inline_path[strlen(inline_path) - strlen(cfg) - 1] == '/');
+        size_t l = strlen(cfg) + 2 * (size_t)(eng - model) + 2 * strlen(cell) + 96;
+        L->cell_config = xmalloc(l);
+        if (inl)
+            snprintf(L->cell_config, l, "the config of precision '%s' in configs/models/%.*s.yaml (its config: entry)",
+                     cell, (int)(eng - model), model);
+        else
+            snprintf(L->cell_config, l, "%s (the config of precision '%s' in configs/models/%.*s.yaml)", cfg, cell,
+                     (int)(eng - model), model);
+        L->cell = cell;
+        cell = NULL;
+    }
+    json_decref(a);
+    free(cell);
+    free(args);
+    free(inline_path);
+}
+
 int lw_layers_read(const char *path, lw_layers_t *L, perr_t *e)
 {
     memset(L, 0, sizeof *L);
@@ -70,6 +116,7 @@ int lw_layers_read(const char *path, lw_layers_t *L, perr_t *e)
         L->source = jstr(root, "source", "");
         L->precision = jstr(root, "precision", "");
         L->marks_outputs = json_is_array(json_object_get(root, "graph_outputs"));
+        lw_cell_config(L);
         L->l = xcalloc(json_array_size(layers) + 1, sizeof *L->l);
         size_t i;
         const json_t *row;
@@ -119,6 +166,8 @@ void lw_layers_free(lw_layers_t *L)
     free(L->path);
     free(L->source);
     free(L->precision);
+    free(L->cell);
+    free(L->cell_config);
     memset(L, 0, sizeof *L);
 }
 
@@ -249,6 +298,7 @@ static void find_firsts(lw_sample_t *s)
     s->first_fail = s->first_nonfinite = s->ref_nonfinite = -1;
     for (int i = 0; i < s->n; i++) {
         const lw_row_t *r = &s->rows[i];
+        if (r->shown_only) continue;
         if (s->first_fail < 0 && !r->ordered && (r->res.status == RES_FAIL || r->res.status == RES_SHAPE)) s->first_fail = i;
         if (s->first_nonfinite < 0 && lw_new_nonfinite(r)) s->first_nonfinite = i;
         if (s->ref_nonfinite < 0 && lw_compared(r) && nonfinite(&r->res.st.b)) s->ref_nonfinite = i;
@@ -279,7 +329,7 @@ static void rank_rows(lw_sample_t *s)
     s->rank = xmalloc((size_t)(s->n + 1) * sizeof *s->rank);
     s->n_rank = 0;
     for (int i = 0; i < s->n; i++)
-        if (lw_compared(&s->rows[i]) && s->rows[i].layer >= 0) s->rank[s->n_rank++] = i;
+        if (lw_compared(&s->rows[i]) && s->rows[i].layer >= 0 && !s->rows[i].shown_only) s->rank[s->n_rank++] = i;
     qsort_r(s->rank, (size_t)s->n_rank, sizeof *s->rank, cmp_rank, s);
 }
 
@@ -310,6 +360,7 @@ int lw_run(const cmp_side_t *a, const cmp_side_t *b, const lw_layers_t *L, const
         set_close(&sa);
         set_close(&sb);
         if (rc) break;
+        lw_mark_shown_only(s, L, cfg);
         find_firsts(s);
         if (local) rank_rows(s);
         lw_diagnose(s, L, local);

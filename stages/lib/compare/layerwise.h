@@ -31,6 +31,8 @@ typedef struct lw_layer {
 typedef struct lw_layers {
     char *path, *source, *precision;
     int marks_outputs;        /* the report says which tensors are graph outputs (else: tensors no layer reads) */
+    char *cell, *cell_config; /* a validation's precision entry (build/MODEL/engines/CELL.layers.json) and where its
+                                 config is written, for the fix line (lw_cell_config); NULL when unknown */
     int n;
     lw_layer_t *l;
 } lw_layers_t;
@@ -43,6 +45,8 @@ typedef struct lw_row {
     const char *a_only_input; /* an input of the layer dumped in A but absent from B */
     int ordered;              /* computed from a TopK's result: near-ties reorder it, so with
                                  a scale-free threshold it is shown but never a first failure */
+    int shown_only;           /* feeds no judged output (--judge / --ignore: side outputs the application
+                                 never reads): shown, labelled, never a finding, cause or headline */
     cmp_result_t res;         /* PASS, FAIL, SHAPE or MISSING (not dumped in A) */
 } lw_row_t;
 
@@ -55,7 +59,8 @@ typedef struct lw_sample {
     int blame;                /* the layer worst's cause is in: its own, or one before it the reference lacks */
     const char *severity;     /* of worst: "non-finite", "range" or "snr drop" */
     double snr_drop;          /* of worst: dB lost between its inputs and its output */
-    int worst_output;         /* row of the graph output with the lowest SNR, -1 when none was dumped */
+    int worst_output;         /* row of the judged graph output with the lowest SNR, -1 when none was dumped */
+    int worst_shown;          /* the same among shown-only (unjudged) graph outputs, -1 when none */
     char *cause, *evidence, *fix;   /* the diagnosis in three parts (lwdiag.c) */
     int first_nonfinite;      /* first row where A holds NaN/Inf the reference does not */
     int ref_nonfinite;        /* first row where the reference itself holds NaN/Inf */
@@ -81,6 +86,9 @@ int lw_status(const lw_result_t *r);
 /* lwdiag.c: ranks the failures by severity and writes the diagnosis
  * (cause, evidence, fix, and the sentence joining them) into s. */
 void lw_diagnose(lw_sample_t *s, const lw_layers_t *L, int local);
+/* Marks the rows whose layers feed no judged graph output (lw_row_t.shown_only);
+ * nothing when every output is judged or no judged output was dumped. */
+void lw_mark_shown_only(lw_sample_t *s, const lw_layers_t *L, const cmp_config_t *cfg);
 int lw_new_nonfinite(const lw_row_t *r);
 int lw_compared(const lw_row_t *r);
 

@@ -178,7 +178,7 @@ static void rank_worst(lw_sample_t *s, const lw_layers_t *L, const by_name_t *b,
     s->worst = -1;
     for (int i = 0; i < s->n; i++) {
         const lw_row_t *r = &s->rows[i];
-        if (r->layer < 0 || r->ordered) continue;
+        if (r->layer < 0 || r->ordered || r->shown_only) continue;
         if (!(r->res.status == RES_FAIL || r->res.status == RES_SHAPE || lw_new_nonfinite(r))) continue;
         const lw_layer_t *l = &L->l[r->layer];
         int blame, tier = tier_of(L, r, b, P, &blame);
@@ -214,14 +214,50 @@ static int is_graph_output(const lw_layers_t *L, const lw_row_t *r)
     return 1;
 }
 
+/* The graph outputs with the lowest SNR: among the judged ones (the
+ * headline), and among those shown only (named as such, never a finding). */
 static void find_worst_output(lw_sample_t *s, const lw_layers_t *L)
 {
-    s->worst_output = -1;
+    s->worst_output = s->worst_shown = -1;
     for (int i = 0; i < s->n; i++) {
         const lw_row_t *r = &s->rows[i];
         if (!lw_compared(r) || !is_graph_output(L, r)) continue;
-        if (s->worst_output < 0 || snr_of(r) < snr_of(&s->rows[s->worst_output])) s->worst_output = i;
+        int *w = r->shown_only || r->res.unjudged ? &s->worst_shown : &s->worst_output;
+        if (*w < 0 || snr_of(r) < snr_of(&s->rows[*w])) *w = i;
     }
+}
+
+/* With an output selection (--judge, --ignore), the layers that feed a
+ * judged graph output are found by walking back from those outputs through
+ * the producers of each layer's inputs; every other layer's rows are shown
+ * only. A graph output not judged is marked unjudged even when its layer
+ * feeds a judged one (its own figures are never the outputs' headline). */
+void lw_mark_shown_only(lw_sample_t *s, const lw_layers_t *L, const cmp_config_t *cfg)
+{
+    if (!cfg->n_judge && !cfg->n_ignore) return;
+    char *feeds = xcalloc((size_t)L->n + 1, 1);
+    int *stack = xmalloc((size_t)(L->n + 1) * sizeof *stack), top = 0;
+    for (int i = 0; i < s->n; i++) {
+        lw_row_t *r = &s->rows[i];
+        if (r->layer < 0 || !is_graph_output(L, r)) continue;
+        r->res.unjudged = !cmp_config_judged(cfg, r->res.name);
+        if (!r->res.unjudged && !feeds[r->layer]) feeds[stack[top++] = r->layer] = 1;
+    }
+    if (top) {
+        producers_t P;
+        index_producers(&P, L);
+        while (top > 0) {   /* each layer is pushed once: linear in the graph's edges (times a log) */
+            const lw_layer_t *l = &L->l[stack[--top]];
+            for (int k = 0; k < l->n_in; k++) {
+                int p = find_producer(&P, l->ins[k]);
+                if (p >= 0 && !feeds[p]) feeds[stack[top++] = p] = 1;
+            }
+        }
+        free(P.p);
+        for (int i = 0; i < s->n; i++) s->rows[i].shown_only = s->rows[i].layer >= 0 && !feeds[s->rows[i].layer];
+    }
+    free(stack);
+    free(feeds);
 }
 
 /* A layer name as a YAML single-quoted glob matching only itself. */
@@ -306,8 +342,14 @@ static void write_evidence(text_t *v, const lw_sample_t *s, const lw_layers_t *L
             s->rows[s->worst].a_only_input);
     if (s->worst_output >= 0) {
         const lw_row_t *r = &s->rows[s->worst_output];
-        add(v, "at the outputs: %s, SNR %.1f dB, %lld NaN/Inf", r->res.name, r->res.st.snr_db, (long long)nonfinite_a(r));
+        add(v, "at the %soutputs of the sample compared layer by layer%s%s%s: %s, SNR %.1f dB, %lld NaN/Inf",
+            s->worst_shown >= 0 ? "judged " : "", s->sample[0] ? " (" : "", s->sample, s->sample[0] ? ")" : "",
+            r->res.name, r->res.st.snr_db, (long long)nonfinite_a(r));
         if (!nonfinite_a(r) && s->first_nonfinite >= 0) add(v, " (the non-finite values stay inside the graph)");
+    }
+    if (s->worst_shown >= 0) {
+        const lw_row_t *r = &s->rows[s->worst_shown];
+        add(v, "%sshown only, not judged: %s, SNR %.1f dB", s->worst_output >= 0 ? "; " : "", r->res.name, r->res.st.snr_db);
     }
     if (v->n > 2 && v->s[v->n - 2] == ';') v->s[v->n -= 2] = 0;
 }
@@ -327,17 +369,22 @@ static void write_fix(text_t *f, const lw_sample_t *s, const lw_layers_t *L)
         add(f, ", precision: fp32}]`");
         return;
     }
+    /* where the cell's precision is configured, when the layer report is a
+     * validation's: the fix names that place, not only the global precision */
+    const char *where = L->cell_config ? L->cell_config : "the precision config";
     if (!strcmp(l->op, "BatchNormalization") && l->out_of_range)
-        add(f, "a deploy engine folds a BatchNormalization into the Conv before it in FP32 at build time: keep "
-               "fold: {batchnorm: true} (the default) in the precision config, or ");
-    add(f, "run layer %s in fp32: precision config line `layers: [{match: ", l->name);
+        add(f, "a deploy engine folds a BatchNormalization into the Conv before it in FP32 at build time: set "
+               "fold: {batchnorm: true} (the default) in %s, or ", where);
+    add(f, "run layer %s in fp32: in %s, the line `layers: [{match: ", l->name, where);
     add_glob(f, l->name);
     add(f, ", precision: fp32}]`");
     if (strstr(l->name, "LayerNorm") || !strcmp(l->op, "Pow"))
         add(f, " (a decomposed LayerNorm: pin its layers to fp32, or export with opset >= 17 LayerNormalization)");
     char model[256];
-    if (make_args(L, model, sizeof model))
-        add(f, "; the fewest layers to keep in fp32: `make fix-precision MODEL=%s PRECISION=%s`", model, L->precision);
+    if (!make_args(L, model, sizeof model)) return;
+    add(f, "; the fewest layers to keep in fp32: `make fix-precision MODEL=%s PRECISION=%s`", model, L->precision);
+    if (L->cell && strcmp(L->cell, L->precision))
+        add(f, " (it searches from the global %s precision, not from the config of precision '%s')", L->precision, L->cell);
 }
 
 static void pin_list(text_t *d, const lw_sample_t *s, const lw_layers_t *L)

@@ -126,6 +126,7 @@ json_t *lw_json(const lw_result_t *r)
         }
         json_object_set_new(js, "worst_failure", worst);
         json_object_set_new(js, "worst_output", finding_json(r, s, s->worst_output));
+        json_object_set_new(js, "worst_shown_only_output", finding_json(r, s, s->worst_shown));
         json_object_set_new(js, "cause", json_string(s->cause));
         json_object_set_new(js, "evidence", json_string(s->evidence));
         json_object_set_new(js, "fix", json_string(s->fix));
@@ -135,6 +136,7 @@ json_t *lw_json(const lw_result_t *r)
             json_t *row = finding_json(r, s, k), *res = result_json(&x->res);
             json_object_update(row, res);
             if (x->ordered) json_object_set_new(row, "order_dependent", json_true());
+            if (x->shown_only) json_object_set_new(row, "shown_only", json_true());
             json_decref(res);
             json_array_append_new(rows, row);
         }

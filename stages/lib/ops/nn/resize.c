@@ -7,7 +7,9 @@
  * that falls exactly on an input index takes ratio 1 on the tap to its left.
  * Axes whose table is the identity collapse to one tap, so 4-D NCHW inputs
  * run a 2-D plane kernel (gather for nearest, 2x2 taps for bilinear);
- * anything else runs a general N-D loop over tap combinations. */
+ * anything else runs a general N-D loop over tap combinations. FP32
+ * bilinear in the modes ONNX Runtime's own kernel takes follows its float
+ * arithmetic instead, to the bit (below: "bilinear in ONNX Runtime's order"). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +25,7 @@ typedef struct rz_plan {
     double cubic_a, extrap;
     int64_t in[TENSOR_MAX_DIMS], out[TENSOR_MAX_DIMS];
     double scale[TENSOR_MAX_DIMS];     /* used by the coordinate transforms */
+    float fscale[TENSOR_MAX_DIMS];     /* the same as ONNX Runtime holds it (ort_bilinear) */
     double len[TENSOR_MAX_DIMS];       /* "length_resized" of the reference: scale * in */
     double roi0[TENSOR_MAX_DIMS], roi1[TENSOR_MAX_DIMS];
 } rz_plan_t;
@@ -84,6 +87,7 @@ static int rz_sizes(op_ctx_t *c, rz_plan_t *p, const tensor_t *scales, const ten
     for (int i = 0; i < x->ndim; i++) {
         p->in[i] = p->out[i] = x->dims[i];
         p->scale[i] = 1;
+        p->fscale[i] = 1;
         p->len[i] = (double)x->dims[i];
     }
     if (scales) {
@@ -97,6 +101,7 @@ static int rz_sizes(op_ctx_t *c, rz_plan_t *p, const tensor_t *scales, const ten
             int a = (int)axes[i];
             if (!(s > 0) || !(s < 1e9)) return op_fail(c, "scales[%d] = %g must be a positive number", i, s);
             p->scale[a] = s;
+            p->fscale[a] = (float)s;
             p->len[a] = s * (double)p->in[a];
             if (p->len[a] > (double)TENSOR_MAX_BYTES) return op_fail(c, "scales[%d] = %g is too large", i, s);
             p->out[a] = (int64_t)floor(p->len[a]);
@@ -123,6 +128,7 @@ static int rz_sizes(op_ctx_t *c, rz_plan_t *p, const tensor_t *scales, const ten
         for (int i = 0; i < na; i++) {
             int a = (int)axes[i];
             p->scale[a] = s;
+            p->fscale[a] = (float)s;
             p->out[a] = (int64_t)floor(s * (double)p->in[a] + 0.5);
             p->len[a] = s * (double)p->in[a];
         }
@@ -132,6 +138,8 @@ static int rz_sizes(op_ctx_t *c, rz_plan_t *p, const tensor_t *scales, const ten
         int a = (int)axes[i];
         p->out[a] = sz[i];
         p->scale[a] = p->in[a] ? (double)sz[i] / (double)p->in[a] : 1;
+        /* ONNX Runtime divides the sizes in float */
+        p->fscale[a] = p->in[a] ? (float)sz[i] / (float)p->in[a] : 1;
         p->len[a] = (double)sz[i];
     }
     return 0;
@@ -566,6 +574,117 @@ static void interpolate(dtype_t dt, const void *x, void *y, const rz_plan_t *p, 
     nn_parallel(planes, grain_for(p->out[r - 2] * p->out[r - 1]), interp_planes, &j);
 }
 
+/* ------------------------------------------- bilinear in ONNX Runtime's order
+ *
+ * ONNX Runtime, the reference most users compare a deployment against,
+ * computes bilinear Resize in float, not in the float64 of the ONNX
+ * reference: the source coordinate in float from a float scale (sizes
+ * divided in float), clamped to [0, in-1]; taps i1 = trunc, i2 = i1+1
+ * (clamped); weights d1 = |x - i1|, d2 = |x - i2| (0.5 each where i1 == i2,
+ * the last row or column); an axis of scale 1 maps x to x. The output is
+ * d2x*d2y*X11 + d1x*d2y*X21 + d2x*d1y*X12 + d1x*d1y*X22 summed left to right
+ * in float. Doing the same operations in the same order gives its bits
+ * exactly; the float64 path differed by an ulp on a few percent of elements,
+ * which a quantized model downstream can turn into a whole step. Only the
+ * modes ONNX Runtime's plain bilinear kernel takes: 2-D, or 4-D whose first
+ * two axes keep scale 1 (tests/stage/resize_ort.t holds the oracle). */
+
+typedef struct ort_axis {
+    int64_t *i1, *i2;
+    float *d1, *d2;
+} ort_axis_t;
+
+static int ort_bilinear_applies(const rz_plan_t *p)
+{
+    if (p->mode != RZ_LINEAR || p->antialias || p->exclude) return 0;
+    if (p->ctm != CT_HALF_PIXEL && p->ctm != CT_PYTORCH_HALF_PIXEL && p->ctm != CT_ALIGN_CORNERS &&
+        p->ctm != CT_ASYMMETRIC && p->ctm != CT_TF_HALF_PIXEL_FOR_NN)
+        return 0;
+    if (p->rank != 2 && p->rank != 4) return 0;
+    for (int a = 0; a < p->rank - 2; a++)
+        if (p->fscale[a] != 1 || p->out[a] != p->in[a]) return 0;
+    return 1;
+}
+
+/* Source coordinate of output index x along axis a, in float. */
+static float ort_coord(const rz_plan_t *p, int a, float x)
+{
+    /* ONNX Runtime takes the output size as length_resized; the spec takes
+     * scale * in, which differs when that is not a whole number (scales
+     * input, align_corners: test_resize_downsample_scales_linear_align_corners).
+     * The spec's is kept; with sizes, or a whole scale * in, they agree. */
+    float s = p->fscale[a], lr = (float)p->len[a], lo = (float)p->in[a];
+    if (s == 1) return x;
+    switch (p->ctm) {
+    case CT_ASYMMETRIC: return x / s;
+    case CT_PYTORCH_HALF_PIXEL: return lr > 1 ? (x + 0.5f) / s - 0.5f : 0.0f;
+    case CT_TF_HALF_PIXEL_FOR_NN: return (x + 0.5f) / s;
+    case CT_ALIGN_CORNERS: return lr == 1 ? 0.0f : x * (lo - 1) / (lr - 1);
+    default: return (x + 0.5f) / s - 0.5f;
+    }
+}
+
+static void ort_build_axis(const rz_plan_t *p, int a, ort_axis_t *t)
+{
+    int64_t out = p->out[a], in = p->in[a];
+    t->i1 = xmalloc((size_t)(2 * out + 1) * sizeof *t->i1);
+    t->i2 = t->i1 + out;
+    t->d1 = xmalloc((size_t)(2 * out + 1) * sizeof *t->d1);
+    t->d2 = t->d1 + out;
+    for (int64_t o = 0; o < out; o++) {
+        float x = ort_coord(p, a, (float)o);
+        x = fmaxf(0.0f, fminf(x, (float)(in - 1)));
+        int64_t i1 = (int64_t)x < in - 1 ? (int64_t)x : in - 1;
+        int64_t i2 = i1 + 1 < in - 1 ? i1 + 1 : in - 1;
+        t->i1[o] = i1;
+        t->i2[o] = i2;
+        t->d1[o] = i1 == i2 ? 0.5f : fabsf(x - (float)i1);
+        t->d2[o] = i1 == i2 ? 0.5f : fabsf(x - (float)i2);
+    }
+}
+
+typedef struct ort_job {
+    const float *x;
+    float *y;
+    int64_t in_h, in_w, oh, ow;
+    const ort_axis_t *ty, *tx;
+} ort_job_t;
+
+static void ort_planes(void *ctx, int64_t u0, int64_t u1)
+{
+    const ort_job_t *j = ctx;
+    const ort_axis_t *ty = j->ty, *tx = j->tx;
+    for (int64_t u = u0; u < u1; u++) {
+        const float *x = j->x + u * j->in_h * j->in_w;
+        float *y = j->y + u * j->oh * j->ow;
+        for (int64_t oy = 0; oy < j->oh; oy++) {
+            const float *r1 = x + ty->i1[oy] * j->in_w, *r2 = x + ty->i2[oy] * j->in_w;
+            float dy1 = ty->d1[oy], dy2 = ty->d2[oy];
+            for (int64_t ox = 0; ox < j->ow; ox++) {
+                int64_t a = tx->i1[ox], b = tx->i2[ox];
+                float dx1 = tx->d1[ox], dx2 = tx->d2[ox];
+                y[oy * j->ow + ox] = dx2 * dy2 * r1[a] + dx1 * dy2 * r1[b] + dx2 * dy1 * r2[a] + dx1 * dy1 * r2[b];
+            }
+        }
+    }
+}
+
+static void ort_bilinear(const float *x, float *y, const rz_plan_t *p)
+{
+    int r = p->rank;
+    ort_axis_t ty, tx;
+    ort_build_axis(p, r - 2, &ty);
+    ort_build_axis(p, r - 1, &tx);
+    ort_job_t j = {x, y, p->in[r - 2], p->in[r - 1], p->out[r - 2], p->out[r - 1], &ty, &tx};
+    int64_t planes = 1;
+    for (int a = 0; a < r - 2; a++) planes *= p->out[a];
+    nn_parallel(planes, grain_for(j.oh * j.ow), ort_planes, &j);
+    free(ty.i1);
+    free(ty.d1);
+    free(tx.i1);
+    free(tx.d1);
+}
+
 static int resize_exec(op_ctx_t *c, const rz_plan_t *p)
 {
     const tensor_t *x = c->in[0];
@@ -573,6 +692,10 @@ static int resize_exec(op_ctx_t *c, const rz_plan_t *p)
     if (tensor_numel(y) == 0) return 0;
     if (tensor_numel(x) == 0) return op_fail(c, "cannot resize an empty tensor to a non-empty one");
     if (p->rank == 0) return op_fail(c, "input must have rank >= 1");
+    if (x->dtype == DT_FLOAT && ort_bilinear_applies(p)) {
+        ort_bilinear(x->data, y->data, p);
+        return 0;
+    }
     rz_axis_t ax[TENSOR_MAX_DIMS];
     int nearest = 1;
     for (int a = 0; a < p->rank; a++) {
@@ -649,6 +772,7 @@ static int upsample_plan(op_ctx_t *c, rz_plan_t *p)
         if (!(sc[i] >= 1) || !(sc[i] < 1e9)) return op_fail(c, "scales[%d] = %g must be >= 1", i, sc[i]);
         p->in[i] = x->dims[i];
         p->scale[i] = sc[i];
+        p->fscale[i] = (float)sc[i];
         p->len[i] = sc[i] * (double)x->dims[i];
         if (p->len[i] > (double)TENSOR_MAX_BYTES) return op_fail(c, "scales[%d] = %g is too large", i, sc[i]);
         p->out[i] = (int64_t)floor(p->len[i]);
