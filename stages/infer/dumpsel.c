@@ -3,8 +3,11 @@
  * model at full resolution runs to gigabytes per sample, so the dump can be
  * held to a budget, and the other side of a comparison can dump exactly
  * the tensors the reference's dump holds (the layerwise walk pairs tensors
- * by name, so both sides must hold the same ones). Graph outputs are always
- * written: they are the run's result, not part of the dump. */
+ * by name, so both sides must hold the same ones). Judged graph outputs are
+ * always written: they are the run's result, not part of the dump. Outputs
+ * the config does not judge (deep-supervision side outputs: 115 MB a
+ * 1024x1024 sample on IS-Net) are kept for the sample the report shows
+ * only, and in a dump are tensors like the others (issue 34). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +20,12 @@ static int is_graph_output(const graph_t *g, const char *name)
     for (int i = 0; i < g->n_outputs; i++)
         if (!strcmp(g->vals[g->outputs[i]].name, name)) return 1;
     return 0;
+}
+
+/* A graph output the run keeps whatever the dump's budget. */
+static int is_kept_output(const graph_t *g, const dump_limit_t *lim, const char *name)
+{
+    return is_graph_output(g, name) && (!lim->keep || name_sel_judged(lim->keep, name));
 }
 
 /* Evenly spread over the execution order (the order the tensors were dumped
@@ -46,8 +55,37 @@ static void drop(tensor_set_t *s, const char *keep_or_null)
     s->n = w;
 }
 
-int dump_select(const graph_t *g, tensor_set_t *s, const dump_limit_t *lim, const char *where)
+/* The dump's share of the run's budget: what the engines (each the size of
+ * this one) and the cells' outputs (the judged ones of every sample, the
+ * others of the shown sample, each the size of this sample's) leave, over
+ * the dumps; said on stderr when that leaves no room at all. */
+static int64_t run_share(const graph_t *g, const tensor_set_t *s, const dump_limit_t *lim)
 {
+    const run_budget_t *r = &lim->run;
+    int64_t judged = 0, shown = 0;
+    for (int i = 0; i < s->n; i++) {
+        if (!is_graph_output(g, s->names[i])) continue;
+        int64_t b = (int64_t)tensor_nbytes(s->ts[i]);
+        if (is_kept_output(g, lim, s->names[i])) judged += b;
+        else shown += b;
+    }
+    int64_t engines = r->engines * r->engine_bytes, outputs = r->cells * (judged * r->samples + shown);
+    int64_t left = r->bytes - engines - outputs, share = left > 0 ? left / (r->dumps > 0 ? r->dumps : 1) : 0;
+    fprintf(stderr, "infer: the run's budget %.1f MB (dump.budget): engines %d x %.1f MB, outputs %d x %.1f MB, "
+                    "the rest over %d dumps\n", r->bytes / 1e6, r->engines, r->engine_bytes / 1e6, r->cells,
+            (judged * r->samples + shown) / 1e6, r->dumps);
+    if (share <= judged)
+        fprintf(stderr, "infer: the run's budget %.1f MB (dump.budget) cannot be kept: engines and outputs take %.1f MB; "
+                        "the dumps hold the judged outputs only (raise dump.budget for a layerwise diagnosis)\n",
+                r->bytes / 1e6, (engines + outputs) / 1e6);
+    return share;
+}
+
+int dump_select(const graph_t *g, tensor_set_t *s, const dump_limit_t *lim_in, const char *where)
+{
+    dump_limit_t run_lim = *lim_in;
+    const dump_limit_t *lim = &run_lim;
+    if (lim->run.bytes >= 0) run_lim.budget = run_share(g, s, lim_in);
     if (lim->where) where = lim->where;
     if (lim->budget < 0 && !lim->like) return 0;
     int n = 0;
@@ -55,7 +93,7 @@ int dump_select(const graph_t *g, tensor_set_t *s, const dump_limit_t *lim, cons
     int *idx = xcalloc((size_t)s->n + 1, sizeof *idx);
     char *keep = xcalloc((size_t)s->n + 1, 1), *pick = xcalloc((size_t)s->n + 1, 1);
     for (int i = 0; i < s->n; i++) {
-        keep[i] = is_graph_output(g, s->names[i]);
+        keep[i] = is_kept_output(g, lim, s->names[i]);
         if (keep[i]) continue;
         if (lim->like) {   /* what the reference's dump holds */
             char *f = tensor_file_name(s->names[i]), *p = path_join(lim->like, f);
@@ -76,7 +114,7 @@ int dump_select(const graph_t *g, tensor_set_t *s, const dump_limit_t *lim, cons
     }
     int dumped = 0, written = 0;
     for (int i = 0; i < s->n; i++) {
-        if (is_graph_output(g, s->names[i])) continue;
+        if (is_kept_output(g, lim, s->names[i])) continue;
         dumped++;
         all += (int64_t)tensor_nbytes(s->ts[i]);
         if (keep[i]) { written++; kept += (int64_t)tensor_nbytes(s->ts[i]); }
@@ -90,4 +128,13 @@ int dump_select(const graph_t *g, tensor_set_t *s, const dump_limit_t *lim, cons
                 kept / 1e6, all / 1e6, lim->like);
     free(size); free(idx); free(keep); free(pick);
     return 0;
+}
+
+void outputs_select(const graph_t *g, tensor_set_t *s, const dump_limit_t *lim)
+{
+    if (lim->shown || !lim->keep) return;
+    char *keep = xcalloc((size_t)s->n + 1, 1);
+    for (int i = 0; i < s->n; i++) keep[i] = is_kept_output(g, lim, s->names[i]);
+    drop(s, keep);
+    free(keep);
 }
