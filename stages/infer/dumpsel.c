@@ -44,6 +44,33 @@ static void pick_spread(const int64_t *size, int n, int64_t budget, char *keep)
     for (int i = 0; i < n; i++) keep[i] = 0;
 }
 
+/* Candidates in execution order: infer lists the dumped tensors in that
+ * order and the graph outputs last, so an output not judged goes back to
+ * its producer's place (a subgraph's tensor, not a value of g, keeps the
+ * place of the one before it). Sorted by (producer, position): stable. */
+typedef struct cand { int64_t key, pos; int idx; int64_t size; } cand_t;
+
+static int cmp_cand(const void *a, const void *b)
+{
+    const cand_t *x = a, *y = b;
+    if (x->key != y->key) return x->key < y->key ? -1 : 1;
+    return x->pos < y->pos ? -1 : x->pos > y->pos;
+}
+
+static void order_by_producer(const graph_t *g, const tensor_set_t *s, int *idx, int64_t *size, int n)
+{
+    cand_t *c = xcalloc((size_t)n + 1, sizeof *c);
+    int64_t last = -1;
+    for (int k = 0; k < n; k++) {
+        int v = graph_find(g, s->names[idx[k]]);
+        if (v >= 0 && g->vals[v].producer >= 0) last = g->vals[v].producer;
+        c[k] = (cand_t){.key = last, .pos = k, .idx = idx[k], .size = size[k]};
+    }
+    qsort(c, (size_t)n, sizeof *c, cmp_cand);
+    for (int k = 0; k < n; k++) idx[k] = c[k].idx, size[k] = c[k].size;
+    free(c);
+}
+
 static void drop(tensor_set_t *s, const char *keep_or_null)
 {
     int w = 0;
@@ -109,6 +136,7 @@ int dump_select(const graph_t *g, tensor_set_t *s, const dump_limit_t *lim_in, c
         int64_t outs = 0;
         for (int i = 0; i < s->n; i++)
             if (keep[i]) outs += (int64_t)tensor_nbytes(s->ts[i]);
+        order_by_producer(g, s, idx, size, n);
         pick_spread(size, n, lim->budget > outs ? lim->budget - outs : 0, pick);
         for (int k = 0; k < n; k++) keep[idx[k]] = pick[k];
     }
