@@ -19,6 +19,7 @@ from tap import ok, done, run
 from backend_lib import write_set, read_set, tmpdir
 from exported_models import conv_net
 
+np.seterr(over="ignore")   # float16 rounding of the bfloat16-only layer overflows to inf, as the build's does
 tmp = tmpdir("engine-narrow")
 inp = os.path.join(tmp, "in")
 write_set(inp, {"input": np.random.default_rng(5).standard_normal((1, 3, 16, 16)).astype(np.float32)})
