@@ -27,6 +27,8 @@ static const char usage[] =
     "      --config FILE            precision config: per-layer constraints, strongly_typed\n"
     "      --layers-out FILE        write the layer report (JSON)\n"
     "      --no-fusion              keep activations as layers of their own\n"
+    "      --no-narrow              store every float32 constant in 4 bytes (by default one that\n"
+    "                               float16 or bfloat16 holds exactly is stored in 2, read back exactly)\n"
     "      --no-widen               run float16 tensors of FP16-weight models as float16 (slower,\n"
     "                               the same values; default: float32 rounded to float16)\n"
     "  -v, --verbose                each pass on stderr as it ends: its name, nodes before and after\n"
@@ -44,7 +46,7 @@ int main(int argc, char **argv)
 {
     static const struct option longopts[] = {
         {"output", required_argument, 0, 'o'}, {"input-shape", required_argument, 0, 's'},
-        {"precision", required_argument, 0, 'p'}, {"config", required_argument, 0, 'c'}, {"layers-out", required_argument, 0, 'l'}, {"no-fusion", no_argument, 0, 'F'}, {"no-widen", no_argument, 0, 'W'},
+        {"precision", required_argument, 0, 'p'}, {"config", required_argument, 0, 'c'}, {"layers-out", required_argument, 0, 'l'}, {"no-fusion", no_argument, 0, 'F'}, {"no-widen", no_argument, 0, 'W'}, {"no-narrow", no_argument, 0, 'N'},
         {"verbose", no_argument, 0, 'v'}, {"list-passes", no_argument, 0, 'L'},
         {"isa", required_argument, 0, 'I'}, {"kernels", required_argument, 0, 'K'},
         {"help", no_argument, 0, 'h'}, {"version", no_argument, 0, 'V'}, {0, 0, 0, 0},
@@ -54,7 +56,7 @@ int main(int argc, char **argv)
     build_opts_t o = {0};
     o.input_shapes = calloc(argc + 1, sizeof *o.input_shapes);
     const char *isa = NULL, *kernels = NULL;
-    int c, list = 0;
+    int c, list = 0, no_narrow = 0;
     while ((c = getopt_long(argc, argv, "o:vhV", longopts, NULL)) != -1) {
         switch (c) {
         case 'o': out = optarg; break;
@@ -64,6 +66,7 @@ int main(int argc, char **argv)
         case 'l': layers = optarg; break;
         case 'F': o.no_fusion = 1; break;
         case 'W': o.no_widen = 1; break;
+        case 'N': no_narrow = 1; break;
         case 'v': o.trace = stderr; break;
         case 'L': list = 1; break;
         case 'I': isa = optarg; break;
@@ -89,6 +92,7 @@ int main(int argc, char **argv)
     engine_meta_t m;
     graph_t *g = engine_build(argv[optind], &o, &m, &e);
     if (!g) perr_die("build-engine", &e);
+    m.no_narrow = no_narrow;
     /* the engine is written last: its existence means the build completed */
     if (layers && layers_write_json(g, &m, layers, &e)) perr_die("build-engine", &e);
     if (engine_write(g, &m, out, &e)) perr_die("build-engine", &e);

@@ -3,19 +3,22 @@
  *   infer ENGINE -i IN -o OUT [--dump all|GLOB [--dump-budget BYTES | --dump-like DUMP]]
  *         [--threads N] [--runs N]
  *         [--reference REF_DUMP] [--stats stats.json] [--profile profile.json]
- *         [--warmup N]
+ *         [--warmup N] [--judge GLOB]... [--ignore GLOB]... [--show-sample NAME]
  *
  * IN is one tensor set (a folder of .npy/.pb files) or a folder of them, one
  * subfolder per sample, mirrored into OUT. --dump adds intermediate tensors
  * to the outputs without changing any computed value. --reference feeds every
  * layer the reference dump's inputs (local error, see compare --layerwise).
  * Outputs are identical for any thread count. Each output folder appears
- * only when complete.
+ * only when complete. --judge/--ignore name the outputs the comparison
+ * judges: only those are written for every sample, the others for the
+ * sample the report shows (issue 34: disk use at 1024x1024).
  */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include "engine/engine.h"
 #include "engine/exec.h"
 #include "ops/gemm/blas.h"
@@ -34,12 +37,20 @@ static const char usage[] =
     "      --dump-budget BYTES  write at most BYTES per sample (graph outputs, always written,\n"
     "                           included): every k-th dumped tensor in execution order, k the\n"
     "                           smallest that fits\n"
+    "      --run-budget BYTES   the dump's share of a whole run's budget: BYTES less --engines N\n"
+    "                           engines of this one's size and --cells N cells' outputs (this\n"
+    "                           sample's, judged ones x --samples N), over --dumps N dumps\n"
     "      --dump-like DUMP     write only the dumped tensors the folder DUMP holds (the other\n"
     "                           side of a layerwise comparison)\n"
     "      --threads N          worker threads (default 1); results do not depend on it\n"
     "      --runs N             run each sample N times for latency (default 1)\n"
     "      --warmup N           run each sample N times more first, outside the statistics\n"
     "                           and the profile (default 0: a cold first run counts)\n"
+    "      --judge GLOB         an output the comparison judges (repeatable; default: all): the\n"
+    "                           others are written for the shown sample only, and a dump holds\n"
+    "                           them as it holds intermediate tensors\n"
+    "      --ignore GLOB        an output not judged (repeatable)\n"
+    "      --show-sample NAME   the sample whose every output is written (default: the first)\n"
     "      --reference DUMP     run each layer on the reference dump's inputs (local error)\n"
     "      --stats FILE         latency statistics (JSON)\n"
     "      --profile FILE       per-layer times (JSON, laid out as trtexec --exportProfile)\n"
@@ -59,14 +70,20 @@ int main(int argc, char **argv)
         {"runs", required_argument, 0, 'r'}, {"reference", required_argument, 0, 'R'},
         {"stats", required_argument, 0, 's'}, {"profile", required_argument, 0, 'P'},
         {"warmup", required_argument, 0, 'W'}, {"dump-budget", required_argument, 0, 'B'},
-        {"dump-like", required_argument, 0, 'L'},
+        {"dump-like", required_argument, 0, 'L'}, {"judge", required_argument, 0, 'J'},
+        {"ignore", required_argument, 0, 'N'}, {"show-sample", required_argument, 0, 'S'},
+        {"run-budget", required_argument, 0, 'U'}, {"dumps", required_argument, 0, 'D'},
+        {"engines", required_argument, 0, 'E'}, {"cells", required_argument, 0, 'C'},
+        {"samples", required_argument, 0, 'M'},
         {"isa", required_argument, 0, 'I'}, {"kernels", required_argument, 0, 'K'}, {"help", no_argument, 0, 'h'},
         {"version", no_argument, 0, 'V'}, {0, 0, 0, 0},
     };
-    infer_job_t job = {.runs = 1, .dump = {.budget = -1}};
+    infer_job_t job = {.runs = 1, .dump = {.budget = -1, .run = {.bytes = -1, .dumps = 1, .engines = 1, .cells = 1, .samples = 1}}};
+    run_budget_t *rb = &job.dump.run;
     exec_config_t xc = {.threads = 1};
     const char *reference = NULL;
     const char *isa = NULL, *kernels = NULL;
+    name_sel_t keep = {0};
     int c;
     args_expand("infer", &argc, &argv);
     while ((c = getopt_long(argc, argv, "i:o:hV", longopts, NULL)) != -1) {
@@ -80,6 +97,16 @@ int main(int argc, char **argv)
         case 'R': reference = optarg; break;
         case 'B': job.dump.budget = opt_int("infer", "--dump-budget", optarg, 0, (long long)1 << 50); break;
         case 'L': job.dump.like = optarg; break;
+        case 'J': case 'N':
+            if (!*optarg) die_usage("infer", "%s needs a tensor name or glob", c == 'J' ? "--judge" : "--ignore");
+            name_sel_add(&keep, c == 'N', optarg);
+            break;
+        case 'S': job.show_sample = optarg; break;
+        case 'U': rb->bytes = opt_int("infer", "--run-budget", optarg, 0, (long long)1 << 50); break;
+        case 'D': rb->dumps = (int)opt_int("infer", "--dumps", optarg, 1, 1 << 20); break;
+        case 'E': rb->engines = (int)opt_int("infer", "--engines", optarg, 0, 1 << 20); break;
+        case 'C': rb->cells = (int)opt_int("infer", "--cells", optarg, 0, 1 << 20); break;
+        case 'M': rb->samples = (int)opt_int("infer", "--samples", optarg, 0, 1 << 30); break;
         case 's': job.stats = optarg; break;
         case 'P': job.profile = optarg; break;
         case 'I': isa = optarg; break;
@@ -93,7 +120,12 @@ int main(int argc, char **argv)
     if (!job.in || !job.out) die_usage("infer", "missing -i IN or -o OUT");
     if ((job.dump.budget >= 0 || job.dump.like) && !xc.dump) die_usage("infer", "--dump-budget and --dump-like need --dump");
     if (job.dump.budget >= 0 && job.dump.like) die_usage("infer", "--dump-budget and --dump-like: give one");
+    if (rb->bytes >= 0 && (job.dump.budget >= 0 || job.dump.like || !xc.dump))
+        die_usage("infer", "--run-budget needs --dump, and replaces --dump-budget and --dump-like");
+    struct stat st;
+    if (rb->bytes >= 0 && stat(argv[optind], &st) == 0) rb->engine_bytes = st.st_size;   /* unreadable: engine_read says so */
     if (job.dump.like && !is_dir(job.dump.like)) die_usage("infer", "--dump-like %s: not a folder", job.dump.like);
+    if (name_sel_narrows(&keep)) job.dump.keep = &keep;
     /* OpenBLAS stays single-threaded: parity's pool splits work into tiles
      * that do not depend on the thread count (ops/gemm/blas.c) */
     isa_configure("infer", isa, kernels);
@@ -106,5 +138,6 @@ int main(int argc, char **argv)
     job.reference = reference;
     if (infer_all(g, &xc, &job, &e)) perr_die("infer", &e);
     graph_free(g);
+    name_sel_free(&keep);
     return 0;
 }

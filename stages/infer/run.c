@@ -82,6 +82,7 @@ static int run_sample(const infer_ctx_t *c, const char *in, const char *out, con
     char *tmp = rc ? NULL : dir_stage_begin(out, e);
     if (!rc && !tmp) rc = -1;
     if (!rc && c->cfg->dump) dump_select(c->g, &outputs, lim, out);
+    else if (!rc) outputs_select(c->g, &outputs, lim);
     if (!rc && tensorset_write(tmp, &outputs, e)) rc = -1;
     if (!rc) rc = dir_stage_commit(tmp, out, e);
     else if (tmp) { remove_tree(tmp); free(tmp); }
@@ -137,7 +138,9 @@ int infer_all(const graph_t *g, const exec_config_t *cfg, const infer_job_t *job
     if (!is_dir(job->in)) {
         rc = BAD(e, "%s: input is not a folder", job->in);
     } else if (is_single_set(job->in)) {
-        rc = run_sample(&c, job->in, job->out, job->reference, &job->dump, e);
+        dump_limit_t lim = job->dump;
+        lim.shown = 1;   /* one tensor set: it is the sample */
+        rc = run_sample(&c, job->in, job->out, job->reference, &lim, e);
         if (!rc) {
             json_t *s = latency_json(c.times, job->runs);
             json_object_set_new(s, "sample", json_string("."));
@@ -151,6 +154,7 @@ int infer_all(const graph_t *g, const exec_config_t *cfg, const infer_job_t *job
          * leaves no output folder with the good ones in it */
         char *stage = rc ? NULL : dir_stage_begin(job->out, e);
         if (!rc && !stage) rc = -1;
+        int seen = 0;   /* sample folders so far: the first is shown unless --show-sample names one */
         for (int i = 0; i < n && !rc; i++) {
             char *in = path_join(job->in, names[i]);
             if (is_dir(in)) {
@@ -162,6 +166,7 @@ int infer_all(const graph_t *g, const exec_config_t *cfg, const infer_job_t *job
                 if (like) lim.like = like;
                 char *where = path_join(job->out, names[i]);
                 lim.where = where;
+                lim.shown = job->show_sample ? !strcmp(names[i], job->show_sample) : !seen++;
                 rc = run_sample(&c, in, out, ref, &lim, e);
                 free(like);
                 free(where);

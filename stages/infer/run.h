@@ -8,7 +8,8 @@
 typedef struct infer_job {
     const char *in, *out, *stats, *reference, *profile;
     int warmup, runs;   /* untimed runs first, then timed ones, per sample */
-    dump_limit_t dump;  /* --dump-budget / --dump-like */
+    dump_limit_t dump;  /* --dump-budget / --dump-like; --judge / --ignore */
+    const char *show_sample;  /* --show-sample: the sample whose every output is kept (default: the first) */
 } infer_job_t;
 
 /* Opens an execution session on g with cfg for the job's samples. */

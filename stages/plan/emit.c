@@ -202,14 +202,41 @@ static int n_dumps(const model_cfg_t *m)
     return n > 1 ? n : 0;
 }
 
+/* dump.budget is what the whole run keeps in build/NAME: the reference's
+ * dump gets its share of what the engines and the cells' outputs leave
+ * (infer --run-budget works it out from the engine and the sample's
+ * outputs; the samples are counted when the recipe runs). Every configured
+ * cell counts, whatever VARIANTS=/PRECISIONS= select, so the dump and the
+ * diagnosis do not depend on the selection. */
 static void queue_dump_args(plan_out_t *o, const char *dir)
 {
+    const model_cfg_t *m = o->m;
     char num[64];
     json_t *a = json_array();
-    int n = n_dumps(o->m);
-    snprintf(num, sizeof num, "%.0f", floor(n ? o->m->dump_budget / n : o->m->dump_budget));   /* n shares fit */
-    args_add(o, a, "--dump-budget"); args_add(o, a, num);
+    int engines = 0;
+    for (int p = 0; p < m->n_precisions; p++) engines += !m->precisions[p].backend;
+    snprintf(num, sizeof num, "%.0f", floor(m->dump_budget));
+    args_add(o, a, "--run-budget"); args_add(o, a, num);
+    snprintf(num, sizeof num, "%d", n_dumps(m) ? n_dumps(m) : 1);
+    args_add(o, a, "--dumps"); args_add(o, a, num);
+    snprintf(num, sizeof num, "%d", engines);
+    args_add(o, a, "--engines"); args_add(o, a, num);
+    snprintf(num, sizeof num, "%d", m->n_variants * m->n_precisions);
+    args_add(o, a, "--cells"); args_add(o, a, num);
     queue_args(o, dir, "dump.args", a);
+}
+
+/* What infer keeps (infer.args): the judged outputs of every sample, every
+ * output of the sample the report shows; unjudged side outputs of a
+ * 1024x1024 model are most of a cell's disk use (issue 34). */
+static void queue_infer_args(plan_out_t *o, const char *dir)
+{
+    const model_cfg_t *m = o->m;
+    json_t *a = json_array();
+    for (int i = 0; i < m->n_judge; i++) { args_add(o, a, "--judge"); args_add(o, a, m->judge[i]); }
+    for (int i = 0; i < m->n_ignore; i++) { args_add(o, a, "--ignore"); args_add(o, a, m->ignore[i]); }
+    if ((m->n_judge || m->n_ignore) && m->layerwise_sample) { args_add(o, a, "--show-sample"); args_add(o, a, m->layerwise_sample); }
+    queue_args(o, dir, "infer.args", a);
 }
 
 static void emit_cells(plan_out_t *o, const char *dir)
@@ -224,6 +251,7 @@ static void emit_cells(plan_out_t *o, const char *dir)
         queue_args(o, dir, "task.args", a);
     }
     queue_dump_args(o, dir);
+    queue_infer_args(o, dir);
     for (int v = 0; v < m->n_variants; v++) {
         pre_sets(m, dir, v, sets, sizeof sets);
         for (int p = 0; p < m->n_precisions; p++) {
@@ -248,13 +276,13 @@ static void emit_cells(plan_out_t *o, const char *dir)
             } else {
                 mk_printf(o, "%s/out.done: %s/engines/%s.engine", cd, dir, pn);
                 put_stamp(o, dir, v);
-                mk_printf(o, " $(PARITY_BIN)/infer");
+                mk_printf(o, " %s/infer.args $(PARITY_BIN)/infer", dir);
                 put_reset(o);
                 mk_printf(o, "\t@echo '  INFER   %s %s'\n", m->name, cell);
                 mk_printf(o, "\t$(Q)rm -f $@ && mkdir -p '%s' && ", cd);
                 put_timed(o, dir, "infer", cell);
                 mk_printf(o, "$(PARITY_BIN)/infer '%s/engines/%s.engine' -i '%s' -o '%s/out' --threads $(THREADS) "
-                             "--stats '%s/stats.json' && touch $@\n\n", dir, pn, sets, cd, cd);
+                             "--stats '%s/stats.json' @'%s/infer.args' && touch $@\n\n", dir, pn, sets, cd, cd, dir);
             }
             shard_merge_out(o, dir, cell, m->variants[v].name);
             if (!is_ref) {
@@ -292,13 +320,15 @@ static void emit_cells(plan_out_t *o, const char *dir)
                 mk_printf(o, "%s/dump.done: %s/engines/%s.engine", cd, dir, pn);
                 put_stamp(o, dir, v);
                 if (!is_ref) mk_printf(o, " %s/cells/%s/dump.done", dir, ref);
-                mk_printf(o, " %s/dump.args $(PARITY_BIN)/infer", dir);
+                mk_printf(o, " %s/dump.args %s/infer.args $(PARITY_BIN)/infer", dir, dir);
                 put_reset(o);
                 mk_printf(o, "\t@echo '  DUMP    %s %s'\n\t$(Q)rm -f $@ && ", m->name, cell);
                 put_timed(o, dir, "dump", cell);
                 mk_printf(o, "$(PARITY_BIN)/infer '%s/engines/%s.engine' -i ", dir, pn);
                 put_dump_input(o, sets);
-                if (is_ref) mk_printf(o, " -o '%s/dump' --dump all @'%s/dump.args' && touch $@\n\n", cd, dir);
+                mk_printf(o, " @'%s/infer.args'", dir);
+                if (is_ref) mk_printf(o, " -o '%s/dump' --dump all @'%s/dump.args' --samples $(words $(or $(wildcard %s/*/.),.)) "
+                                         "&& touch $@\n\n", cd, dir, sets);
                 else mk_printf(o, " -o '%s/dump' --dump all --dump-like '%s/cells/%s/dump' && touch $@\n\n", cd, dir, ref);
             }
             if (precision_cell && !is_ref) {
@@ -310,12 +340,14 @@ static void emit_cells(plan_out_t *o, const char *dir)
                 mk_printf(o, "$(PARITY_BIN)/compare --layerwise --layers '%s/engines/%s.layers.json' '%s/dump' '%s/cells/%s/dump' "
                              "@'%s/compare.args'", dir, pn, cd, dir, ref, dir);
                 mk_printf(o, compare_tail);
-                mk_printf(o, "%s/local.done: %s/engines/%s.engine %s/cells/%s/dump.done $(PARITY_BIN)/infer", cd, dir, pn, dir, ref);
+                mk_printf(o, "%s/local.done: %s/engines/%s.engine %s/cells/%s/dump.done %s/infer.args $(PARITY_BIN)/infer",
+                          cd, dir, pn, dir, ref, dir);
                 put_reset(o);
                 mk_printf(o, "\t@echo '  LOCAL   %s %s'\n\t$(Q)rm -f $@ && ", m->name, cell);
                 put_timed(o, dir, "local", cell);
                 mk_printf(o, "$(PARITY_BIN)/infer '%s/engines/%s.engine' -i ", dir, pn);
                 put_dump_input(o, sets);
+                mk_printf(o, " @'%s/infer.args'", dir);
                 mk_printf(o, " -o '%s/local' --dump all --dump-like '%s/cells/%s/dump' --reference '%s/cells/%s/dump' && touch $@\n\n",
                           cd, dir, ref, dir, ref);
                 mk_printf(o, "%s/local.json: %s/local.done %s/cells/%s/dump.done %s/compare.args $(PARITY_BIN)/compare",
@@ -385,12 +417,14 @@ static void emit_selection(plan_out_t *o, const char *dir)
     mk_printf(o, "\t@if [ -f '%s/.validated' ] && ! [ 'reports/%s/results.json' -nt '%s/.validated' ]; then "
                  "echo 'validate: %s: nothing changed since the last run'; fi; touch '%s/.validated'\n",
               dir, M, dir, M, dir);
-    /* the layerwise dumps' use of dump.budget, said where the run ends */
+    /* what the run keeps in build/NAME, said where it ends: the outputs, the
+     * engines and the layerwise dumps (held to dump.budget) */
     char budget[64];
     snprintf(budget, sizeof budget, "%.0f", m->dump_budget / 1e6);
-    mk_printf(o, "\t@n=$$(du -scb '%s'/cells/*/dump '%s'/cells/*/local 2>/dev/null | tail -n 1 | cut -f 1); "
-                 "[ \"$${n:-0}\" -gt 0 ] && echo \"validate: %s: layerwise dumps take $$((n / 1000000)) MB of the %s MB budget (dump.budget)\"; true\n",
-              dir, dir, M, budget);
+    mk_printf(o, "\t@mb() { du -scb \"$$@\" 2>/dev/null | awk 'END { printf \"%%.1f\", $$1 / 1e6 }'; }; "
+                 "echo \"validate: %s: %s takes $$(mb '%s') MB: outputs $$(mb '%s'/cells/*/out) MB, engines $$(mb '%s'/engines/*.engine) MB, "
+                 "layerwise dumps $$(mb '%s'/cells/*/dump '%s'/cells/*/local) MB, inputs $$(mb '%s'/pre) MB, of the %s MB budget (dump.budget)\"\n",
+              M, dir, dir, dir, dir, dir, dir, dir, budget);
     mk_printf(o, "\t@$(PARITY_BIN)/report --timing '%s/timing.jsonl'\n", dir);
     mk_printf(o, "\t@$(PARITY_BIN)/report --verdict 'reports/%s/results.json' || true\n\n", M);
     /* phony: its recipe runs once in every make run that runs a timed stage, first */

@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 # Layerwise dumps held to dump.budget (issue 34: 17 GB of dumps for three
-# 1024x1024 images): the reference's dump gets its share of the budget (the
-# graph outputs written beside it included), keeps every k-th dumped tensor
+# 1024x1024 images): dump.budget is what the whole run keeps (engines,
+# outputs, dumps); the reference's dump gets its share of what the engines
+# and the cells' outputs leave (its judged outputs included), keeps every k-th dumped tensor
 # in execution order (k the smallest that fits), and the other cells' dumps
 # and local runs hold exactly the same tensors; the run prints what the dumps
 # take. On the sideout reproducer with a budget a few tensors wide; the
@@ -25,9 +26,16 @@ tmp = tempfile.mkdtemp(prefix="parity-dumpb-")
 name = "dumpb-test-%d" % os.getpid()
 cfg = "configs/models/%s.yaml" % name
 B = "build/" + name
-OUTS = 4 * 64 * 64 * 4            # output, d1, d2, d3: float32 1x1x64x64
-SHARE = OUTS + 40000              # each dump's share: the outputs and 40 kB of intermediate tensors
-BUDGET = 3 * SHARE                # three dumps: fp32 (reference), fp16 and fp16's local run
+OUT1 = 64 * 64 * 4                # one float32 1x1x64x64 output
+SAMPLES = 4
+# dump.budget is the run's: 2 engines, 2 cells' outputs (output judged in all
+# 4 samples; d1..d3 not judged, kept for the shown sample), then 3 dumps
+# (fp32, the reference; fp16 and fp16's local run) of `output` and about
+# 40 kB of other tensors each (issue 34)
+rc0, _, _ = run("build-engine", "build/models/sideout/sideout.onnx", "-o", tmp + "/est.engine")
+E_EST = os.path.getsize(tmp + "/est.engine")
+OUTS = 2 * (SAMPLES * OUT1 + 3 * OUT1)
+BUDGET = 2 * E_EST + OUTS + 3 * (OUT1 + 40000)
 
 
 def names(d):
@@ -40,15 +48,19 @@ try:
     out = p.stdout + p.stderr
     ok(p.returncode == 0 and "PASS" in out, "validate runs with a small dump.budget", out)
     args = json.load(open(B + "/dump.args"))
-    ok(args == ["--dump-budget", str(SHARE)], "plan gives the reference's dump a third of the budget (3 dumps)", args)
+    ok(args == ["--run-budget", str(BUDGET), "--dumps", "3", "--engines", "2", "--cells", "2"],
+       "plan gives the reference's dump the run's budget, the dumps (3), engines (2) and cells (2) it shares with", args)
+    E = os.path.getsize(B + "/engines/fp32.engine")
+    SHARE = (BUDGET - 2 * E - OUTS) // 3
 
-    # the expected selection: an unlimited dump of the same sample, in the layer report's order
+    # the expected selection: an unlimited dump of the same sample, in the layer report's order;
+    # only `output` (judged) is kept whatever the budget, the side outputs are tensors like the others
     sample = sorted(os.listdir(B + "/pre/stretch"))[0]
     rc, _, err = run("infer", B + "/engines/fp32.engine", "-i", "%s/pre/stretch/%s" % (B, sample), "-o", tmp + "/full",
                      "--dump", "all")
     order = [o["name"] for l in json.load(open(B + "/engines/fp32.layers.json"))["layers"] for o in l["outputs"]]
     full = names(tmp + "/full")
-    graph_outs = ["d1", "d2", "d3", "output"]
+    graph_outs = ["output"]
     inter = [t for t in order if t in full and t not in graph_outs]
     size = {t: np.load(os.path.join(tmp, "full", t + ".npy")).nbytes for t in full}
     room = SHARE - sum(size[t] for t in graph_outs)
@@ -59,9 +71,9 @@ try:
             want = sorted(pick + graph_outs)
             break
     ref = names(B + "/cells/stretch__fp32/dump")
-    ok(rc == 0 and ref == want and len(inter) > len(want) - 4 > 0,
-       "the reference's dump keeps every k-th tensor that fits (%d of %d) and the outputs" % (len(want) - 4, len(inter)),
-       {"dumped": ref, "expected": want, "all": inter})
+    ok(rc == 0 and ref == want and len(inter) > len(want) - 1 > 0,
+       "the reference's dump keeps every k-th tensor that fits (%d of %d) and the judged output" % (len(want) - 1, len(inter)),
+       {"dumped": ref, "expected": want, "all": inter, "share": SHARE})
     used = sum(np.load(f).nbytes for f in glob.glob(B + "/cells/stretch__fp32/dump/*.npy"))
     ok(used <= SHARE, "its tensors take %d bytes, within its share %d" % (used, SHARE))
     ok(names(B + "/cells/stretch__fp16/dump") == ref and names(B + "/cells/stretch__fp16/local") == ref,
@@ -71,17 +83,31 @@ try:
        [r["tensor"] for r in rows])
     total = sum(np.load(f).nbytes for d in ("stretch__fp32/dump", "stretch__fp16/dump", "stretch__fp16/local")
                 for f in glob.glob("%s/cells/%s/*.npy" % (B, d)))
-    ok(total <= BUDGET and "infer: dump %s/cells/stretch__fp32/dump: %d of %d tensors" % (B, len(want) - 4, len(inter)) in out
-       and "layerwise dumps take" in out and "(dump.budget)" in out,
-       "all dumps take %d bytes of the %d budget; infer and validate print what they take" % (total, BUDGET), out)
+    kept = sum(os.path.getsize(f) for f in glob.glob(B + "/engines/*.engine")) + \
+        sum(np.load(f).nbytes for f in glob.glob(B + "/cells/*/out/*/*.npy"))
+    ok(total <= 3 * SHARE and kept + total <= BUDGET
+       and "infer: dump %s/cells/stretch__fp32/dump: %d of %d tensors" % (B, len(want) - 1, len(inter)) in out
+       and "validate: %s: %s takes " % (name, B) in out and "(dump.budget)" in out,
+       "engines, outputs and dumps take %d bytes of the %d budget; infer and validate print what they take" % (kept + total, BUDGET),
+       out)
 
-    # the default: 1 GB over every dump a config makes (rtdetr: 4 parity precisions, 7 dumps)
+    # a budget the engines and outputs alone exceed: said, and the dumps hold the judged output only
+    open(cfg, "w").write(open("configs/models/sideout.yaml").read() + "dump: {budget: %d}\n" % (BUDGET // 4))
+    p = subprocess.run(["make", "-s", "validate", "MODEL=" + name], capture_output=True, text=True)
+    out = p.stdout + p.stderr
+    ok(p.returncode == 0 and "cannot be kept: engines and outputs take" in out
+       and names(B + "/cells/stretch__fp32/dump") == ["output"],
+       "dump.budget below what the engines and outputs take: said, the dumps hold the judged output only", out)
+
+    # the default: 950 MB for engines, outputs and dumps (rtdetr: 4 parity precisions, 7 dumps, 6 variants x 4 precisions)
     rc, _, err = run("plan", "configs/models/rtdetr.yaml", "-o", tmp + "/rt")
     pj = json.load(open(tmp + "/rt/plan.json"))
     n = 1 + 2 * (len([c for c in pj["cells"] if c["layerwise"]]))
-    share = int(json.load(open(tmp + "/rt/dump.args"))[1])
-    ok(rc == 0 and n == 7 and share * n <= 1e9 and share * (n + 1) > 1e9,
-       "default budget 1 GB: rtdetr's reference dump gets 1/%d of it (%d bytes)" % (n, share), err)
+    args = json.load(open(tmp + "/rt/dump.args"))
+    ok(rc == 0 and n == 7 and args[:4] == ["--run-budget", "950000000", "--dumps", "7"]
+       and args[args.index("--cells") + 1] == str(len(pj["cells"])),
+       "default budget 950 MB for the run: rtdetr's %d dumps share what its engines and %d cells leave" % (n, len(pj["cells"])),
+       args)
 
     # bad values: one line, exit 2
     open(cfg, "w").write(open("configs/models/sideout.yaml").read() + "dump: {budget: lots}\n")

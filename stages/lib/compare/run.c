@@ -6,6 +6,7 @@
 #include <string.h>
 #include "compare/run.h"
 #include "io/trtexec.h"
+#include "util/namesel.h"
 
 /* ---- tolerances ------------------------------------------------------------ */
 
@@ -61,20 +62,23 @@ static int glob_match(const char *pattern, const char *name)
     return !strcmp(pattern, name) || fnmatch(pattern, name, 0) == 0;
 }
 
+/* the selection lives in util/namesel.c, shared with infer's choice of what to keep */
+static name_sel_t config_sel(const cmp_config_t *c)
+{
+    return (name_sel_t){.judge = c->judge, .ignore = c->ignore, .n_judge = c->n_judge, .n_ignore = c->n_ignore};
+}
+
 void cmp_config_add_glob(cmp_config_t *c, int ignore, const char *glob)
 {
-    char ***v = ignore ? &c->ignore : &c->judge;
-    int *n = ignore ? &c->n_ignore : &c->n_judge;
-    *v = xrealloc(*v, (size_t)(*n + 1) * sizeof **v);
-    (*v)[(*n)++] = xstrdup(glob);
+    name_sel_t s = config_sel(c);
+    name_sel_add(&s, ignore, glob);
+    c->judge = s.judge, c->ignore = s.ignore, c->n_judge = s.n_judge, c->n_ignore = s.n_ignore;
 }
 
 int cmp_config_judged(const cmp_config_t *c, const char *name)
 {
-    int judged = c->n_judge == 0;
-    for (int i = 0; i < c->n_judge && !judged; i++) judged = glob_match(c->judge[i], name);
-    for (int i = 0; i < c->n_ignore && judged; i++) judged = !glob_match(c->ignore[i], name);
-    return judged;
+    name_sel_t s = config_sel(c);
+    return name_sel_judged(&s, name);
 }
 
 int cmp_check_judged(const cmp_config_t *c, const cmp_report_t *rep, perr_t *e)

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "engine/engine.h"
+#include "engine/narrow.h"
 #include "engine.pb-c.h"
 #include "io/tensorproto.h"
 #include "ops/run.h"
@@ -22,7 +23,7 @@ static void *pk_alloc(packer_t *pk, size_t n, size_t size)
     return pk->p[pk->n++] = xcalloc(n + 1, size);
 }
 
-static Parity__Engine *pack_graph(const graph_t *g, packer_t *pk);
+static Parity__Engine *pack_graph(const graph_t *g, int narrow, packer_t *pk);
 
 /* The subgraph a control-flow node needs and lacks, or NULL (the executor
  * runs If's branches and Loop's and Scan's bodies; a file may omit them). */
@@ -35,7 +36,7 @@ static const char *missing_subgraph(const node_t *n)
     return NULL;
 }
 
-static void pack_node(const graph_t *g, const node_t *n, Parity__EngineNode *en, packer_t *pk)
+static void pack_node(const graph_t *g, const node_t *n, Parity__EngineNode *en, int narrow, packer_t *pk)
 {
     static char empty[] = "";
     parity__engine_node__init(en);
@@ -66,13 +67,28 @@ static void pack_node(const graph_t *g, const node_t *n, Parity__EngineNode *en,
         Parity__EngineSubgraph *sg = pk_alloc(pk, 1, sizeof *sg);
         parity__engine_subgraph__init(sg);
         sg->attr = n->sub_attr[k];
-        sg->graph = pack_graph(n->sub[k], pk);
+        sg->graph = pack_graph(n->sub[k], narrow, pk);
         en->subgraph[k] = sg;
     }
 }
 
+/* A constant as a TensorProto: float32 ones that a narrow type holds
+ * exactly in that type (listed in widen), the others as they are. */
+static void pack_constant(const value_t *v, int narrow, Parity__Engine *eng, Onnx__TensorProto *p, packer_t *pk)
+{
+    tensor_to_tensorproto(&v->t, v->name, p);
+    if (!narrow || v->t.dtype != DT_FLOAT) return;
+    uint16_t *buf = pk_alloc(pk, (size_t)tensor_numel(&v->t), sizeof *buf);
+    dtype_t dt = narrow_exact(&v->t, buf);
+    if (dt == DT_UNDEFINED) return;
+    p->data_type = (int32_t)dt;
+    p->raw_data.data = (uint8_t *)buf;
+    p->raw_data.len = (size_t)tensor_numel(&v->t) * sizeof *buf;
+    eng->widen[eng->n_widen++] = (uint32_t)eng->n_constant;
+}
+
 /* The graph as an Engine message (subgraphs nested); pointers into g. */
-static Parity__Engine *pack_graph(const graph_t *g, packer_t *pk)
+static Parity__Engine *pack_graph(const graph_t *g, int narrow, packer_t *pk)
 {
     Parity__Engine *eng = pk_alloc(pk, 1, sizeof *eng);
     parity__engine__init(eng);
@@ -97,7 +113,7 @@ static Parity__Engine *pack_graph(const graph_t *g, packer_t *pk)
     Parity__EngineNode *nodes = pk_alloc(pk, g->n_nodes, sizeof *nodes);
     eng->node = pk_alloc(pk, g->n_nodes, sizeof *eng->node);
     for (int i = 0; i < g->n_nodes; i++) {
-        pack_node(g, &g->nodes[i], &nodes[i], pk);
+        pack_node(g, &g->nodes[i], &nodes[i], narrow, pk);
         eng->node[i] = &nodes[i];
     }
     eng->n_node = g->n_nodes;
@@ -107,11 +123,13 @@ static Parity__Engine *pack_graph(const graph_t *g, packer_t *pk)
     eng->constant = pk_alloc(pk, nc, sizeof *eng->constant);
     Parity__EngineValue *vs = pk_alloc(pk, g->n_vals, sizeof *vs);
     eng->value = pk_alloc(pk, g->n_vals, sizeof *eng->value);
+    eng->widen = pk_alloc(pk, nc, sizeof *eng->widen);
     nc = 0;
     for (int i = 0; i < g->n_vals; i++) {
         const value_t *v = &g->vals[i];
         if (v->kind == VAL_CONST && v->t.data) {
-            tensor_to_tensorproto(&v->t, v->name, &cs[nc]);
+            eng->n_constant = nc;   /* the index pack_constant records */
+            pack_constant(v, narrow, eng, &cs[nc], pk);
             eng->constant[nc] = &cs[nc];
             nc++;
             continue;
@@ -134,7 +152,7 @@ static Parity__Engine *pack_graph(const graph_t *g, packer_t *pk)
 int engine_write(const graph_t *g, const engine_meta_t *m, const char *path, perr_t *e)
 {
     packer_t pk = {0};
-    Parity__Engine *eng = pack_graph(g, &pk);
+    Parity__Engine *eng = pack_graph(g, !m->no_narrow, &pk);
     eng->has_format_version = 1;
     eng->format_version = ENGINE_FORMAT_VERSION;
     eng->source_sha256 = (char *)m->source_sha256;
@@ -211,6 +229,22 @@ static int check_value(const Parity__Engine *eng, const Parity__EngineValue *ev,
     return 0;
 }
 
+/* Engine.widen: increasing indices of float16/bfloat16 constants. */
+static int check_widen(const Parity__Engine *eng, const char *path, perr_t *e)
+{
+    for (size_t k = 0; k < eng->n_widen; k++) {
+        uint32_t i = eng->widen[k];
+        if (i >= eng->n_constant || (k > 0 && i <= eng->widen[k - 1]))
+            return BAD(e, "%s: widen entry %zu: constant index %u out of order or beyond the %zu constants", path, k, i,
+                       eng->n_constant);
+        int32_t dt = eng->constant[i]->data_type;
+        if (dt != DT_FLOAT16 && dt != DT_BFLOAT16)
+            return BAD(e, "%s: constant '%s' is listed to widen but holds element type %d, not float16/bfloat16", path,
+                       eng->constant[i]->name, dt);
+    }
+    return 0;
+}
+
 static int value_of(graph_t *g, const char *name)
 {
     return name[0] ? graph_value(g, name) : -1;
@@ -225,6 +259,8 @@ static graph_t *unpack_graph(const Parity__Engine *eng, const char *path, perr_t
         g->opsets[i].version = (int)eng->opset[i]->version;
     }
     g->n_opsets = (int)eng->n_opset;
+    if (check_widen(eng, path, e)) goto fail_g;
+    size_t w = 0;   /* the next entry of eng->widen (increasing) */
     for (size_t i = 0; i < eng->n_constant; i++) {
         if (graph_find(g, eng->constant[i]->name) >= 0) {
             BAD(e, "%s: constant '%s' is stored twice", path, eng->constant[i]->name);
@@ -232,6 +268,7 @@ static graph_t *unpack_graph(const Parity__Engine *eng, const char *path, perr_t
         }
         tensor_t t;
         if (tensorproto_to_tensor(eng->constant[i], NULL, &t, e)) { perr_prefix(e, "%s: ", path); goto fail_g; }
+        if (w < eng->n_widen && eng->widen[w] == i) { narrow_widen(&t); w++; }
         int v = graph_value(g, eng->constant[i]->name);
         g->vals[v].t = t;
         g->vals[v].kind = VAL_CONST;
@@ -338,9 +375,9 @@ graph_t *engine_read(const char *path, engine_meta_t *m, perr_t *e)
         BAD(e, "%s: not a parity engine file (protobuf parse failed: truncated or garbage)", path);
         return NULL;
     }
-    if (!eng->has_format_version || eng->format_version != ENGINE_FORMAT_VERSION) {
-        BAD(e, "%s: engine format version %u, this parity reads %d (rebuild the engine)",
-            path, eng->format_version, ENGINE_FORMAT_VERSION);
+    if (!eng->has_format_version || eng->format_version < ENGINE_FORMAT_OLDEST || eng->format_version > ENGINE_FORMAT_VERSION) {
+        BAD(e, "%s: engine format version %u, this parity reads %d to %d (rebuild the engine)",
+            path, eng->format_version, ENGINE_FORMAT_OLDEST, ENGINE_FORMAT_VERSION);
         parity__engine__free_unpacked(eng, NULL);
         return NULL;
     }

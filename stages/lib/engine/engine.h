@@ -5,13 +5,17 @@
 
 #include "graph/graph.h"
 
-#define ENGINE_FORMAT_VERSION 1
+/* 2: float32 constants that float16/bfloat16 hold exactly are stored narrow
+ * (Engine.widen); format 1 files are still read (docs/formats.md) */
+#define ENGINE_FORMAT_VERSION 2
+#define ENGINE_FORMAT_OLDEST 1
 
 typedef struct engine_meta {
     char source_sha256[65];
     const char *source_path;
     const char *precision;     /* the global policy, e.g. "fp32" */
     int64_t arena_bytes;
+    int no_narrow;             /* write: every constant in its own type (build-engine --no-narrow) */
 } engine_meta_t;
 
 int engine_write(const graph_t *g, const engine_meta_t *m, const char *path, perr_t *e);

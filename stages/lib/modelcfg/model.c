@@ -358,8 +358,10 @@ static int load_tolerances(model_cfg_t *m, perr_t *e)
 }
 
 /* dump.budget: bytes, or a number with a unit (kB/KB, MB, GB, TB: powers of
- * 1000; KiB, MiB, GiB, TiB: of 1024). Default 1 GB: a 1024x1024 model's
- * layerwise dumps stay under it (docs/config.md). */
+ * 1000; KiB, MiB, GiB, TiB: of 1024). Default 950 MB for the engines, the
+ * outputs and the layerwise dumps: with the preprocessed inputs of a few
+ * 1024x1024 images (12.6 MB each, not counted) and the reports, build/NAME
+ * stays under 1 GB (docs/config.md). */
 static int load_dump_budget(model_cfg_t *m, perr_t *e)
 {
     static const struct { const char *u; double f; } units[] = {
@@ -368,7 +370,7 @@ static int load_dump_budget(model_cfg_t *m, perr_t *e)
     };
     const char *s;
     char where[256];
-    m->dump_budget = 1e9;
+    m->dump_budget = 950e6;
     int r = config_str(m->cfg, "dump.budget", &s, e);
     if (r <= 0) return r;
     char *end;
