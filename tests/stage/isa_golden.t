@@ -7,9 +7,16 @@
 # model) layerwise dumps; a level the CPU lacks is one line and exit 2.
 # The portable level is slow (an fmaf call per multiply-add), so it runs
 # RT-DETR on one sample unless PARITY_GOLDEN_FULL=1.
+# First, one dispatch shape (issue 37, docs/design.md "ISA dispatch"): code
+# for one instruction set lives only in FAM_avx2.c / FAM_avx512.c (and the
+# headers they alone include), each family has FAM_impl.h and picks its
+# table at one selection point, isa_pick in FAM.c; nothing else in stages/
+# branches on isa_active().
 import filecmp
+import glob
 import json
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -36,6 +43,58 @@ def same_tree(a, b):
 
 levels = cpu_levels()
 print("# CPU levels (from /proc/cpuinfo): %s" % ", ".join(levels))
+
+# The one dispatch shape. The allowed selection points: each family's
+# driver and the function in it that calls isa_pick (once).
+SELECTION_POINTS = {
+    "stages/lib/ops/elementwise/vmath.c": "vmath_arch",
+    "stages/lib/ops/gemm/fgemm.c": "fgemm_arch",
+    "stages/lib/ops/gemm/qgemm.c": "qgemm_arch",
+    "stages/lib/ops/nn/norm.c": "norm_arch",
+    "stages/lib/ops/nn/poolrow.c": "poolrow_arch",
+    "stages/lib/ops/reduce/reduce_walk.c": "reduce_walk_arch",
+    "stages/lib/ops/tensor/transpose.c": "transpose_arch",
+    "stages/lib/tensor/half.c": "half_arch",
+}
+# isa_active() outside a selection point: util/isa.c itself (isa_pick, the
+# cap) and infer's --stats, which reports the level and selects nothing.
+ISA_ACTIVE_OK = {"stages/lib/util/isa.h", "stages/lib/util/isa.c", "stages/infer/run.c"}
+# Headers of vector code, each included by per-ISA files only.
+ISA_HEADERS = {"stages/lib/ops/elementwise/vmath_avx512.h", "stages/lib/ops/gemm/transpose8x8.h"}
+PER_ISA = re.compile(r"_(avx2|avx512)\.c$")
+
+
+def code_of(path):
+    """The file's text without comments (a call named in a comment is no call)."""
+    text = open(os.path.join(root, path)).read()
+    return re.sub(r"/\*.*?\*/|//[^\n]*", "", text, flags=re.S)
+
+
+sources = sorted(os.path.relpath(f, root) for f in glob.glob(os.path.join(root, "stages", "**", "*.[ch]"), recursive=True))
+code = {f: code_of(f) for f in sources}
+active = [f for f in sources if re.search(r"\bisa_active\s*\(", code[f]) and f not in ISA_ACTIVE_OK]
+ok(not active, "no file outside util/isa.c and infer's --stats calls isa_active() (kernels pick through isa_pick)",
+   "calls isa_active(): %s" % active)
+targeted = [f for f in sources if re.search(r"__attribute__\s*\(\(\s*target\s*\(", code[f])
+            and not PER_ISA.search(f) and f not in ISA_HEADERS]
+ok(not targeted, "instruction-set code (target attributes) only in FAM_avx2.c / FAM_avx512.c and their headers",
+   "target attributes in: %s" % targeted)
+includers = [f for f in sources for h in ISA_HEADERS
+             if '#include "%s"' % os.path.relpath(h, "stages/lib") in code[f] and not PER_ISA.search(f) and f not in ISA_HEADERS]
+ok(not includers, "the vector headers are included by per-ISA files only", "included by: %s" % includers)
+picks = {f: len(re.findall(r"\bisa_pick\s*\(", code[f])) for f in sources}
+pickers = {f for f, n in picks.items() if n and f not in ("stages/lib/util/isa.c", "stages/lib/util/isa.h")}
+ok(pickers == set(SELECTION_POINTS), "isa_pick is called in exactly the listed selection points",
+   "unlisted: %s; listed but not calling it: %s" % (sorted(pickers - set(SELECTION_POINTS)),
+                                                    sorted(set(SELECTION_POINTS) - pickers)))
+for f, fn in sorted(SELECTION_POINTS.items()):
+    body = re.search(r"^(?:static )?const \w+ \*%s\(void\)\n\{(.*?)^\}" % fn, code.get(f, ""), re.M | re.S)
+    ok(picks.get(f) == 1 and body and "isa_pick" in body.group(1),
+       "%s: one selection point, %s() calling isa_pick" % (f, fn))
+families = sorted({PER_ISA.sub("", f) for f in sources if PER_ISA.search(f)})
+for fam in families:
+    ok(fam + ".c" in SELECTION_POINTS and fam + "_impl.h" in code,
+       "%s: its per-ISA files sit behind %s_impl.h and the selection point in %s.c" % (fam, os.path.basename(fam), os.path.basename(fam)))
 
 # a tiny engine for the knob's own checks
 conv = os.path.join(models, "convclip")

@@ -1,6 +1,6 @@
 /* nn_testutil.h — helpers of the unit tests that drive kernels in ways the
  * op harness (tests/ops/) does not: conv_kernels.c (the convolution paths'
- * internals), ops_simd.c (vector against scalar paths, vm_set_simd) and
+ * internals), ops_simd.c (vector against scalar paths, isa_force_generic) and
  * reduce_walk.c (pooled rows against the serial walk):
  * nodes built in memory and run through node_run, reproducible random
  * tensors, and an error measure against references. Operator tests belong

@@ -2,7 +2,8 @@
  * Sigmoid, Exp, Tanh, Erf, Gelu, Softmax, LogSoftmax; LayerNormalization and
  * InstanceNormalization rows) and GridSample (scalar today: AVX2 gathers
  * were slower on this project's CPUs) give the same bits with
- * the vector path as with the scalar path (vm_set_simd(0)), on 1 and on 3
+ * the vector path as with the scalar path (isa_force_generic(1): every
+ * kernel family at the portable level), on 1 and on 3
  * threads, on shapes with vector tails and with NaN, inf and huge values
  * mixed in. Their accuracy is checked against references elsewhere
  * (vmath.c, the op harness tests/ops/, conformance);
@@ -18,11 +19,11 @@ static int run_with(tnode_t *t, const tensor_t *const *in, int simd, int threads
 {
     perr_t e;
     tensor_t *o[1] = {y};
-    vm_set_simd(simd);
+    isa_force_generic(!simd);
     pool_set_threads(threads);
     int rc = run_node(t, in, o, &e);
     pool_set_threads(1);
-    vm_set_simd(1);
+    isa_force_generic(0);
     if (rc) diag("%s: %s", t->n.op_type, e.msg);
     return rc;
 }
@@ -123,7 +124,7 @@ static void checks_at_level(void)
 
 int main(void)
 {
-    diag("vector path: %s", vm_have_simd() ? "AVX2+FMA" : "none (scalar only)");
+    diag("best level: %s", isa_name(isa_cpu()));
     at_each_isa(checks_at_level);
     scratch_pool_free(&pool);
     return done_testing();

@@ -113,7 +113,7 @@ static uint32_t next_rand(uint64_t *s)
 }
 
 /* Softmax pieces: the vector path equals the scalar path (forced through
- * vm_set_simd(0)) bit for bit, on rows of every length mod 8, with NaN,
+ * isa_force_generic(1)) bit for bit, on rows of every length mod 8, with NaN,
  * infinities and signed zeros mixed in; and the sum matches a long-double
  * sum of the same exps closely. */
 static int softmax_pieces(void)
@@ -129,15 +129,15 @@ static int softmax_pieces(void)
         if (trial % 7 == 2 && n) x[next_rand(&st) % n] = INFINITY;
         if (trial % 11 == 3) for (int i = 0; i < n; i++) x[i] = (i & 1) ? 0.0f : -0.0f;
         if (trial % 13 == 4) for (int i = 0; i < n; i++) x[i] = -INFINITY;
-        vm_set_simd(1);
+        isa_force_generic(0);
         float m1 = vm_max_f32(x, n);
         double s1 = vm_exp_shift_sum_f32(x, m1, y1, n);
         vm_scale_f32(y1, n, 1.0 / s1);
-        vm_set_simd(0);
+        isa_force_generic(1);
         float m2 = vm_max_f32(x, n);
         double s2 = vm_exp_shift_sum_f32(x, m2, y2, n);
         vm_scale_f32(y2, n, 1.0 / s2);
-        vm_set_simd(1);
+        isa_force_generic(0);
         int same = f2u(m1) == f2u(m2) && !memcmp(&s1, &s2, sizeof s1);
         for (int i = 0; i < n; i++)
             same &= f2u(y1[i]) == f2u(y2[i]);
@@ -145,9 +145,9 @@ static int softmax_pieces(void)
         memcpy(z1, y1, sizeof y1);
         memcpy(z2, y1, sizeof y1);
         vm_max_acc_f32(z1, x, n);
-        vm_set_simd(0);
+        isa_force_generic(1);
         vm_max_acc_f32(z2, x, n);
-        vm_set_simd(1);
+        isa_force_generic(0);
         for (int i = 0; i < n; i++) {
             float w = isnan(y1[i]) ? y1[i] : x[i] > y1[i] || isnan(x[i]) ? x[i] : y1[i];
             same &= f2u(z1[i]) == f2u(w) && f2u(z2[i]) == f2u(w);
@@ -165,7 +165,7 @@ static int softmax_pieces(void)
 
 static void checks_at_level(void)
 {
-    diag("vector path: %s", vm_have_simd() ? "AVX2+FMA" : "none (scalar only)");
+    diag("vector path: %s", isa_name(isa_active()));
     sweep_t s = {{0}, {0}, {0}};
     const char *step = getenv("PARITY_VMATH_STEP"), *start = getenv("PARITY_VMATH_START");
     uint64_t k = start ? strtoull(start, NULL, 10) : 0, d = step ? strtoull(step, NULL, 10) : 1021;
@@ -179,10 +179,10 @@ static void checks_at_level(void)
            names[f], s.mismatch[f]);
     }
     /* the same sweep through the forced scalar array path: identical again */
-    vm_set_simd(0);
+    isa_force_generic(1);
     sweep_t s0 = {{0}, {0}, {0}};
     sweep(3, 9973, &s0);
-    vm_set_simd(1);
+    isa_force_generic(0);
     ok(s0.mismatch[0] + s0.mismatch[1] + s0.mismatch[2] + s0.mismatch[3] == 0, "scalar array path equals the scalar functions");
     ok(silu_mismatch == 0, "silu: x * sigmoid(x) with the Mul's bits, vector and scalar paths (%ld differ)", silu_mismatch);
     silu_mismatch = 0;

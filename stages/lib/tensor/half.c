@@ -1,7 +1,8 @@
 /* half.c — float16 / bfloat16 / TF32 rounding by integer arithmetic on the
- * IEEE bit patterns (no reliance on the compiler's _Float16). */
-#include "tensor/half.h"
-#include "util/isa.h"
+ * IEEE bit patterns (no reliance on the compiler's _Float16), and the bulk
+ * forms over arrays: the portable set here, F16C in half_avx2.c, AVX-512
+ * in half_avx512.c, picked by half_arch (half_impl.h). */
+#include "tensor/half_impl.h"
 
 uint16_t f32_to_f16(float f)
 {
@@ -67,94 +68,21 @@ float f32_round_tf32(float f)
     return bits_f32(x);
 }
 
-/* Bulk rounding runs on every FP16/BF16 layer output, so it must be cheap.
- * FP16 uses the F16C instructions where the CPU has them (VCVTPS2PH with
- * round-to-nearest-even, then back: exact, subnormals and inf included);
- * the scalar path is the reference the tests compare it with. */
-#if defined(__x86_64__)
-#include <immintrin.h>
+/* ---- the generic set: the reference every other set's bits follow ---- */
 
-__attribute__((target("avx,f16c"))) static void round_f16_f16c(float *y, const float *x, int64_t n)
+static void round_f16_scalar(float *y, const float *x, int64_t n)
 {
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        __m256 v = _mm256_loadu_ps(x + i);
-        /* a NaN stays NaN (quiet): the hardware keeps NaNs NaN */
-        __m128i h = _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-        _mm256_storeu_ps(y + i, _mm256_cvtph_ps(h));
-    }
-    for (; i < n; i++) y[i] = f32_round_f16(x[i]);
+    for (int64_t i = 0; i < n; i++) y[i] = f32_round_f16(x[i]);
 }
 
-/* F16C is part of the AVX2 level (util/isa.h), so PARITY_ISA=generic turns it off. */
-static int have_f16c(void) { return isa_active() >= ISA_AVX2; }
-
-/* float16 <-> float32 of whole tensors (the Casts of FP16-weight models and
- * the widening around every float16-typed layer): F16C, eight at a time,
- * with the scalar conversions' bits. Only a signalling NaN differs in
- * hardware (VCVTPH2PS sets its quiet bit, f16_to_f32 keeps the payload as
- * it is), so a block holding one is redone by the scalar path. */
-__attribute__((target("avx,f16c"))) static void f16_widen_f16c(const uint16_t *s, float *d, int64_t n)
+static void widen_scalar(const uint16_t *s, float *d, int64_t n)
 {
-    int64_t i = 0;
-    const __m128i expo = _mm_set1_epi16(0x7c00), quiet = _mm_set1_epi16(0x7e00);
-    for (; i + 8 <= n; i += 8) {
-        __m128i h = _mm_loadu_si128((const __m128i *)(s + i));
-        /* a signalling NaN: exponent all ones, quiet bit clear, payload non-zero */
-        __m128i sn = _mm_andnot_si128(_mm_cmpeq_epi16(_mm_and_si128(h, quiet), quiet),
-                                      _mm_cmpeq_epi16(_mm_and_si128(h, expo), expo));
-        sn = _mm_andnot_si128(_mm_cmpeq_epi16(_mm_and_si128(h, _mm_set1_epi16(0x3ff)), _mm_setzero_si128()), sn);
-        if (_mm_movemask_epi8(sn)) {
-            for (int k = 0; k < 8; k++) d[i + k] = f16_to_f32(s[i + k]);
-            continue;
-        }
-        _mm256_storeu_ps(d + i, _mm256_cvtph_ps(h));
-    }
-    for (; i < n; i++) d[i] = f16_to_f32(s[i]);
-}
-
-__attribute__((target("avx,f16c"))) static void f16_narrow_f16c(const float *s, uint16_t *d, int64_t n)
-{
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        __m128i h = _mm256_cvtps_ph(_mm256_loadu_ps(s + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-        _mm_storeu_si128((__m128i *)(d + i), h);
-    }
-    for (; i < n; i++) d[i] = f32_to_f16(s[i]);
-}
-#endif
-
-void f16_widen(const uint16_t *s, float *d, int64_t n)
-{
-#if defined(__x86_64__)
-    if (have_f16c()) {
-        f16_widen_f16c(s, d, n);
-        return;
-    }
-#endif
     for (int64_t i = 0; i < n; i++) d[i] = f16_to_f32(s[i]);
 }
 
-void f16_narrow(const float *s, uint16_t *d, int64_t n)
+static void narrow_scalar(const float *s, uint16_t *d, int64_t n)
 {
-#if defined(__x86_64__)
-    if (have_f16c()) {
-        f16_narrow_f16c(s, d, n);
-        return;
-    }
-#endif
     for (int64_t i = 0; i < n; i++) d[i] = f32_to_f16(s[i]);
-}
-
-void round_f16_copy(float *y, const float *x, int64_t n)
-{
-#if defined(__x86_64__)
-    if (have_f16c()) {
-        round_f16_f16c(y, x, n);
-        return;
-    }
-#endif
-    for (int64_t i = 0; i < n; i++) y[i] = f32_round_f16(x[i]);
 }
 
 /* Branch-free forms of f32_round_bf16 / f32_round_tf32 (the compiler
@@ -165,44 +93,8 @@ void round_f16_copy(float *y, const float *x, int64_t n)
 #else
 #define OPT_O3 __attribute__((optimize("O3")))
 #endif
-#if defined(__x86_64__)
-/* The same integer steps on 16 lanes (AVX-512): every BF16/TF32-stored
- * layer's output goes through these, so at AVX-512 they run four times
- * wider than the compiler's SSE2 loop (measured: BF16 emulation of the
- * 640 RT-DETR went from 1.12x to 1.05x of FP32). keep: the low bits that
- * survive (0xffff0000 for bfloat16, ~0x1fff for TF32); shift: the position
- * of the last kept bit; quiet: set the quiet bit of a NaN (bfloat16). */
-__attribute__((target("avx512f"))) static void round_bits_avx512(float *y, const float *x, int64_t n,
-                                                                  uint32_t keep, int shift, int quiet)
+OPT_O3 void half_round_bf16_generic(float *y, const float *x, int64_t n)
 {
-    const __m512i expo = _mm512_set1_epi32(0x7f800000), mant = _mm512_set1_epi32(0x7fffff);
-    const __m512i k = _mm512_set1_epi32((int)keep), half = _mm512_set1_epi32((int)(~keep >> 1));
-    const __m512i one = _mm512_set1_epi32(1), qbit = _mm512_set1_epi32(0x400000);
-    for (int64_t i = 0; i < n; i += 16) {
-        __mmask16 m = n - i >= 16 ? 0xFFFF : (__mmask16)((1u << (n - i)) - 1);
-        __m512i v = _mm512_maskz_loadu_epi32(m, x + i);
-        __mmask16 special = _mm512_cmpeq_epi32_mask(_mm512_and_si512(v, expo), expo);
-        __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(v, (unsigned)shift), one);
-        __m512i r = _mm512_and_si512(_mm512_add_epi32(_mm512_add_epi32(v, half), lsb), k);
-        __m512i sp = v;
-        if (quiet) {   /* a NaN: quiet bit set, then truncated; an infinity stays */
-            __mmask16 nan = _mm512_mask_test_epi32_mask(special, v, mant);
-            sp = _mm512_mask_mov_epi32(v, nan, _mm512_and_si512(_mm512_or_si512(v, qbit), k));
-        }
-        _mm512_mask_storeu_epi32(y + i, m, _mm512_mask_mov_epi32(r, special, sp));
-    }
-}
-static int have_avx512(void) { return isa_active() >= ISA_AVX512; }
-#endif
-
-OPT_O3 void round_bf16_copy(float *y, const float *x, int64_t n)
-{
-#if defined(__x86_64__)
-    if (have_avx512()) {
-        round_bits_avx512(y, x, n, 0xffff0000u, 16, 1);
-        return;
-    }
-#endif
     const uint32_t *u = (const uint32_t *)x;
     uint32_t *w = (uint32_t *)y;
     for (int64_t i = 0; i < n; i++) {
@@ -214,14 +106,8 @@ OPT_O3 void round_bf16_copy(float *y, const float *x, int64_t n)
     }
 }
 
-OPT_O3 void round_tf32_copy(float *y, const float *x, int64_t n)
+OPT_O3 void half_round_tf32_generic(float *y, const float *x, int64_t n)
 {
-#if defined(__x86_64__)
-    if (have_avx512()) {
-        round_bits_avx512(y, x, n, ~0x1fffu, 13, 0);
-        return;
-    }
-#endif
     const uint32_t *u = (const uint32_t *)x;
     uint32_t *w = (uint32_t *)y;
     for (int64_t i = 0; i < n; i++) {
@@ -232,6 +118,20 @@ OPT_O3 void round_tf32_copy(float *y, const float *x, int64_t n)
     }
 }
 
+const half_arch_t half_arch_generic = {round_f16_scalar, widen_scalar, narrow_scalar, half_round_bf16_generic,
+                                       half_round_tf32_generic};
+
+/* The one selection point of the bulk conversions (docs/design.md, "ISA dispatch"). */
+static const half_arch_t *half_arch(void)
+{
+    return isa_pick(&half_arch_generic, ISA_TABLE(&half_arch_avx2), ISA_TABLE(&half_arch_avx512));
+}
+
+void f16_widen(const uint16_t *s, float *d, int64_t n) { half_arch()->widen(s, d, n); }
+void f16_narrow(const float *s, uint16_t *d, int64_t n) { half_arch()->narrow(s, d, n); }
+void round_f16_copy(float *y, const float *x, int64_t n) { half_arch()->round_f16(y, x, n); }
+void round_bf16_copy(float *y, const float *x, int64_t n) { half_arch()->round_bf16(y, x, n); }
+void round_tf32_copy(float *y, const float *x, int64_t n) { half_arch()->round_tf32(y, x, n); }
 void round_f16_inplace(float *x, int64_t n) { round_f16_copy(x, x, n); }
 void round_bf16_inplace(float *x, int64_t n) { round_bf16_copy(x, x, n); }
 void round_tf32_inplace(float *x, int64_t n) { round_tf32_copy(x, x, n); }

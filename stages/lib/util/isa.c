@@ -85,6 +85,14 @@ isa_t isa_active(void)
     return c > (int)cpu ? cpu : (isa_t)c;
 }
 
+const void *isa_pick(const void *generic, const void *avx2, const void *avx512)
+{
+    isa_t level = isa_active();
+    if (level >= ISA_AVX512 && avx512) return avx512;
+    if (level >= ISA_AVX2 && avx2) return avx2;
+    return generic;
+}
+
 kernels_t kernels_mode(void) { return (kernels_t)atomic_load(&mode); }
 void kernels_set_mode(kernels_t k) { atomic_store(&mode, k); }
 const char *kernels_name(kernels_t k) { return k == KERNELS_BLAS ? "blas" : "own"; }

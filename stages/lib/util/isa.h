@@ -28,6 +28,23 @@ int isa_select(const char *name, char *err, unsigned errlen);
 /* Sets the cap directly (tests loop over levels); a level above the CPU's is clamped. */
 void isa_set_cap(isa_t isa);
 
+/* The one selection point of every kernel family with per-ISA code
+ * (docs/design.md, "ISA dispatch"): of the family's tables for each level
+ * -- NULL where a level has no code of its own -- the one for isa_active(),
+ * else the nearest below it that has one. Each family wraps it in one typed
+ * function (fgemm_arch, vmath_arch, ...), called on every use, so a level
+ * capped by PARITY_ISA, --isa or isa_set_cap takes effect at once. */
+const void *isa_pick(const void *generic, const void *avx2, const void *avx512);
+/* A per-ISA table's address where the build has x86 kernels, else NULL
+ * (the table is then not even declared): isa_pick's arguments. */
+#if defined(__x86_64__) && defined(__GNUC__)
+#define ISA_X86 1
+#define ISA_TABLE(t) (t)
+#else
+#define ISA_X86 0
+#define ISA_TABLE(t) ((const void *)0)
+#endif
+
 /* Matrix products: parity's own reproducible kernels (the default) or OpenBLAS. */
 typedef enum kernels { KERNELS_OWN = 0, KERNELS_BLAS = 1 } kernels_t;
 kernels_t kernels_mode(void);

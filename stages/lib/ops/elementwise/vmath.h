@@ -1,6 +1,7 @@
 /* vmath.h — float32 exp, sigmoid, tanh and erf over arrays, vectorised
  * with AVX2+FMA where the CPU has them (exp and sigmoid with AVX-512 where
- * util/isa.h allows it; chosen at run time) and giving the
+ * util/isa.h allows it; chosen at run time by the level util/isa.h sets,
+ * which is also how tests force the scalar path) and giving the
  * same bits on every CPU: the scalar functions below are the reference, and
  * the vector code runs the very same operations (one polynomial, fused
  * multiply-adds where the scalar code calls fmaf, the same clamps), so an
@@ -46,10 +47,5 @@ float vm_max_f32(const float *x, int64_t n);
 void vm_max_acc_f32(float *m, const float *x, int64_t n);
 double vm_exp_shift_sum_f32(const float *x, float m, float *y, int64_t n);
 void vm_scale_f32(float *y, int64_t n, double s);
-
-/* Whether the vector path is in use; vm_set_simd(0) forces the scalar path
- * and vm_set_simd(1) restores the CPU's choice (for tests: not thread-safe). */
-int vm_have_simd(void);
-void vm_set_simd(int on);
 
 #endif

@@ -138,14 +138,7 @@ void fgemm_set_enabled(int on) { kernels_set_mode(on ? KERNELS_OWN : KERNELS_BLA
 /* The kernels of the instruction set in use. */
 const fgemm_arch_t *fgemm_arch(void)
 {
-#if defined(__x86_64__) && defined(__GNUC__)
-    switch (isa_active()) {
-    case ISA_AVX512: return &fgemm_arch_avx512;
-    case ISA_AVX2: return &fgemm_arch_avx2;
-    default: break;
-    }
-#endif
-    return &fgemm_arch_generic;
+    return isa_pick(&fgemm_arch_generic, ISA_TABLE(&fgemm_arch_avx2), ISA_TABLE(&fgemm_arch_avx512));
 }
 
 

@@ -24,18 +24,15 @@
 #define MIN_TASKS 16   /* tasks wanted, cutting the panels finer where the rows are few */
 #define PACK_ROWS 64   /* rows of A per packing task */
 
+/* The kernels of the level in use. AVX-512F without VNNI has no table of
+ * its own: the AVX2 one, the same sums in 16 bits. */
 static const qgemm_arch_t *qgemm_arch(void)
 {
-#if defined(__x86_64__) && defined(__GNUC__)
-    switch (isa_active()) {
-    case ISA_AVX512:
-        if (qgemm_cpu_vnni()) return &qgemm_arch_avx512;
-        return &qgemm_arch_avx2;   /* AVX-512F without VNNI: the same sums in 16 bits */
-    case ISA_AVX2: return &qgemm_arch_avx2;
-    default: break;
-    }
-#endif
+#if ISA_X86
+    return isa_pick(&qgemm_arch_generic, &qgemm_arch_avx2, qgemm_cpu_vnni() ? &qgemm_arch_avx512 : NULL);
+#else
     return &qgemm_arch_generic;
+#endif
 }
 
 const char *qgemm_kernel_name(void) { return qgemm_arch()->name; }

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "ops/nn/nn_impl.h"
-#include "ops/elementwise/vmath.h"
+#include "ops/nn/norm_impl.h"
 
 static int check_float_in(op_ctx_t *c, int i)
 {
@@ -99,13 +99,8 @@ static void norm_rows_d(const norm_job_t *j, int64_t lo, int64_t hi)
 
 /* float32 rows: the same statistics with eight double lanes (lane k sums
  * the elements i = k mod 8 of the whole blocks of 8, the rest goes to lane
- * 0 in order, lanes folded pairwise), written twice: plain C and AVX2. The
- * AVX2 code does the same IEEE operations in the same order (no fused
- * multiply-adds), so the CPU never changes a result. */
-static double fold8(const double *a)
-{
-    return ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
-}
+ * 0 in order, lanes folded pairwise: norm_impl.h's fold8), written twice:
+ * plain C here (the generic set) and AVX2 (norm_avx2.c). */
 
 /* sum of x (sq = 0) or of (x - m)^2 (sq = 1) */
 static double lanes_sum(const float *x, int64_t n, double m, int sq)
@@ -131,62 +126,23 @@ static void scale_row_f(float *y, const float *x, int64_t n, double m, double a,
     SCALE_ROW(float, y, x, m, a, sc, bi, b, n);
 }
 
-#if defined(__x86_64__) && defined(__GNUC__)
-#include <immintrin.h>
-#define VT __attribute__((target("avx2")))
+const norm_arch_t norm_arch_generic = {lanes_sum, scale_row_f};
 
-VT static double lanes_sum_avx2(const float *x, int64_t n, double m, int sq)
+/* The one selection point of the float32 row kernels (docs/design.md, "ISA dispatch"). */
+static const norm_arch_t *norm_arch(void)
 {
-    __m256d lo = _mm256_setzero_pd(), hi = _mm256_setzero_pd(), vm = _mm256_set1_pd(m);
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        __m256 v = _mm256_loadu_ps(x + i);
-        __m256d d0 = _mm256_cvtps_pd(_mm256_castps256_ps128(v)), d1 = _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1));
-        if (sq) {
-            d0 = _mm256_sub_pd(d0, vm);
-            d1 = _mm256_sub_pd(d1, vm);
-            d0 = _mm256_mul_pd(d0, d0);
-            d1 = _mm256_mul_pd(d1, d1);
-        }
-        lo = _mm256_add_pd(lo, d0);
-        hi = _mm256_add_pd(hi, d1);
-    }
-    double a[8];
-    _mm256_storeu_pd(a, lo);
-    _mm256_storeu_pd(a + 4, hi);
-    for (; i < n; i++) {
-        double d = sq ? x[i] - m : x[i];
-        a[0] += sq ? d * d : d;
-    }
-    return fold8(a);
+    return isa_pick(&norm_arch_generic, ISA_TABLE(&norm_arch_avx2), NULL);
 }
-
-VT static void scale_row_avx2(float *y, const float *x, int64_t n, double m, double a,
-                              const double *sc, const double *bi, double b)
-{
-    const __m256d vm = _mm256_set1_pd(m), va = _mm256_set1_pd(a), vb = _mm256_set1_pd(b);
-    int64_t i = 0;
-    for (; i + 4 <= n; i += 4) {
-        __m256d d = _mm256_mul_pd(_mm256_sub_pd(_mm256_cvtps_pd(_mm_loadu_ps(x + i)), vm), va);
-        d = sc ? _mm256_add_pd(_mm256_mul_pd(d, _mm256_loadu_pd(sc + i)), _mm256_loadu_pd(bi + i))
-               : _mm256_add_pd(d, vb);
-        _mm_storeu_ps(y + i, _mm256_cvtpd_ps(d));
-    }
-    for (; i < n; i++) y[i] = (float)(sc ? (x[i] - m) * a * sc[i] + bi[i] : (x[i] - m) * a + b);
-}
-#define PICK(v, s) (vm_have_simd() ? (v) : (s))
-#else
-#define PICK(v, s) (s)
-#endif
 
 static void norm_rows_f(const norm_job_t *j, int64_t lo, int64_t hi)
 {
     int64_t n = j->len;
+    const norm_arch_t *k = norm_arch();
     for (int64_t r = lo; r < hi; r++) {
         const float *x = (const float *)j->x->data + r * n;
         float *y = (float *)j->y->data + r * n;
-        double m = n ? PICK(lanes_sum_avx2, lanes_sum)(x, n, 0, 0) / (double)n : 0;
-        double v = n ? PICK(lanes_sum_avx2, lanes_sum)(x, n, m, 1) / (double)n : 0;
+        double m = n ? k->lanes_sum(x, n, 0, 0) / (double)n : 0;
+        double v = n ? k->lanes_sum(x, n, m, 1) / (double)n : 0;
         double inv = 1.0 / sqrt(v + j->eps);
         if (inv != inv) {
             /* a NaN or inf in the row: every output NaN, the same NaN on
@@ -195,9 +151,9 @@ static void norm_rows_f(const norm_job_t *j, int64_t lo, int64_t hi)
             inv = NAN;
             for (int64_t i = 0; i < n; i++) y[i] = NAN;
         } else if (!j->per_elem)
-            PICK(scale_row_avx2, scale_row_f)(y, x, n, m, j->sc[r % j->ch] * inv, NULL, NULL, j->bi[r % j->ch]);
+            k->scale_row(y, x, n, m, j->sc[r % j->ch] * inv, NULL, NULL, j->bi[r % j->ch]);
         else
-            PICK(scale_row_avx2, scale_row_f)(y, x, n, m, inv, j->sc, j->bi, 0.0);
+            k->scale_row(y, x, n, m, inv, j->sc, j->bi, 0.0);
         if (j->mean_out) tensor_set_f64(j->mean_out, r, m);
         if (j->inv_out) tensor_set_f64(j->inv_out, r, inv);
     }

@@ -25,13 +25,10 @@
 #include <math.h>
 #include <string.h>
 #include "ops/reduce/reduce_impl.h"
-#include "util/isa.h"
+#include "ops/reduce/reduce_walk_impl.h"
 #include "util/pool.h"
 
 typedef enum { R_MAX, R_MIN, R_MEAN, R_SUM, R_PROD, R_L1, R_L2, R_LOGSUM, R_LOGSUMEXP, R_SUMSQ } red_kind_t;
-
-/* Per-term transforms of the double and uint64 walks. */
-typedef enum { TR_ID, TR_ABS, TR_SQ, TR_EXP, TR_MUL, TR_MAX } red_tr_t;
 
 typedef struct red_plan {
     int n;                                 /* collapsed groups, >= 1 */
@@ -178,50 +175,10 @@ typedef struct runs_job {
     const double *shift;
 } runs_job_t;
 
-#if defined(__x86_64__) && defined(__GNUC__)
-#include <immintrin.h>
 /* SUM4 of n float32 runs of L terms (xs: the first run's first term) added
- * into acc[0, n): its four partial sums are the four lanes of a vector of
- * doubles (lane l takes the terms j = l mod 4, in order; the last L % 4
- * terms under a blend that leaves the other lanes untouched), folded as
- * (s0 + s1) + (s2 + s3): SUM4's operations in its order, so its bits. */
-/* Four terms F(v) in double: F_ID, F_ABS or F_SQ (exact, as the macros). */
-__attribute__((target("avx2"))) static inline __m256d terms4(__m128 v4, red_tr_t tr)
+ * into acc[0, n): the generic set (reduce_walk_impl.h). */
+static void sum4_f32_generic(const float *xs, int64_t L, red_tr_t tr, double *acc, int64_t n)
 {
-    __m256d v = _mm256_cvtps_pd(v4);
-    if (tr == TR_ABS) return _mm256_andnot_pd(_mm256_set1_pd(-0.0), v);
-    if (tr == TR_SQ) return _mm256_mul_pd(v, v);
-    return v;
-}
-
-__attribute__((target("avx2"))) static void sum4_f32_avx2(const float *xs, int64_t L, red_tr_t tr, double *acc,
-                                                          int64_t n)
-{
-    const int64_t L4 = L & ~(int64_t)3;
-    const __m256d tail = _mm256_castsi256_pd(_mm256_cmpgt_epi64(_mm256_set1_epi64x(L - L4), _mm256_setr_epi64x(0, 1, 2, 3)));
-    for (int64_t o = 0; o < n; o++, xs += L) {
-        __m256d s = _mm256_setzero_pd();
-        for (int64_t j = 0; j < L4; j += 4) s = _mm256_add_pd(s, terms4(_mm_loadu_ps(xs + j), tr));
-        if (L4 < L) {   /* read one by one: nothing past the run */
-            float part[4] = {0, 0, 0, 0};
-            for (int64_t j = L4; j < L; j++) part[j - L4] = xs[j];
-            s = _mm256_blendv_pd(s, _mm256_add_pd(s, terms4(_mm_loadu_ps(part), tr)), tail);
-        }
-        __m128d lo = _mm256_castpd256_pd128(s), hi = _mm256_extractf128_pd(s, 1);
-        __m128d ab = _mm_add_sd(lo, _mm_unpackhi_pd(lo, lo)), cd = _mm_add_sd(hi, _mm_unpackhi_pd(hi, hi));
-        acc[o] += _mm_cvtsd_f64(_mm_add_sd(ab, cd));
-    }
-}
-#endif
-
-static void sum4_f32(const float *xs, int64_t L, red_tr_t tr, double *acc, int64_t n)
-{
-#if defined(__x86_64__) && defined(__GNUC__)
-    if (isa_active() >= ISA_AVX2) {
-        sum4_f32_avx2(xs, L, tr, acc, n);
-        return;
-    }
-#endif
     for (int64_t o = 0; o < n; o++) {
         const float *src = xs + o * L;
         double t;
@@ -230,6 +187,14 @@ static void sum4_f32(const float *xs, int64_t L, red_tr_t tr, double *acc, int64
         else SUM4(t, L, F_ID);
         acc[o] += t;
     }
+}
+
+const reduce_walk_arch_t reduce_walk_arch_generic = {sum4_f32_generic};
+
+/* The one selection point of the walk's vector code (docs/design.md, "ISA dispatch"). */
+static const reduce_walk_arch_t *reduce_walk_arch(void)
+{
+    return isa_pick(&reduce_walk_arch_generic, ISA_TABLE(&reduce_walk_arch_avx2), NULL);
 }
 
 static void runs_task(void *ctx, int64_t t)
@@ -419,7 +384,7 @@ static void f32_runs_task(void *ctx, int64_t t)
     int64_t o0 = t * RUNS_PER_TASK, n = j->no - o0 < RUNS_PER_TASK ? j->no - o0 : RUNS_PER_TASK;
     double acc[RUNS_PER_TASK];
     for (int64_t o = 0; o < n; o++) acc[o] = 0.0;
-    sum4_f32(j->x + o0 * j->L, j->L, j->tr, acc, n);
+    reduce_walk_arch()->sum4_f32(j->x + o0 * j->L, j->L, j->tr, acc, n);
     for (int64_t o = 0; o < n; o++) j->y[o0 + o] = (float)finish_kind(j->kind, acc[o], j->count, 0);
 }
 

@@ -83,6 +83,20 @@ static void perm_rows_task(void *ctx, int64_t t)
     }
 }
 
+/* The generic set has no block transposer: the plain loop moves everything. */
+static int64_t blocks_none(float *dst, int64_t dld, const float *src, int64_t sld, int64_t na, int64_t nb)
+{
+    return 0;
+}
+
+const transpose_arch_t transpose_arch_generic = {blocks_none};
+
+/* The one selection point of the tiled path's block transposer (docs/design.md, "ISA dispatch"). */
+static const transpose_arch_t *transpose_arch(void)
+{
+    return isa_pick(&transpose_arch_generic, ISA_TABLE(&transpose_arch_avx2), NULL);
+}
+
 /* Tiled path task: TA input-contiguous elements (axis q) by BAND elements of
  * the output-innermost axis, for one combination of the other axes. */
 static void perm_tile_task(void *ctx, int64_t t)
@@ -99,15 +113,16 @@ static void perm_tile_task(void *ctx, int64_t t)
     }
     const int64_t a1 = a0 + TA < j->A ? a0 + TA : j->A, aos = j->aos, bis = j->bis;
     const int64_t B = bb + BAND < j->B ? bb + BAND : j->B;
+    const transpose_arch_t *arch = transpose_arch();
     DISPATCH_BYSIZE(j->es, {
         const T *s = (const T *)j->src + ib;
         T *d = (T *)j->dst + ob;
         for (int64_t b0 = bb; b0 < B; b0 += TB) {
             int64_t b1 = b0 + TB < B ? b0 + TB : B;
             /* 4-byte elements: whole blocks in registers where the CPU can, the rest below */
-            int64_t blk = sizeof(T) == 4 ? transpose_blocks_f32((float *)(d + a0 * aos + b0), aos,
-                                                                (const float *)(s + a0 + b0 * bis), bis, a1 - a0,
-                                                                b1 - b0) : 0;
+            int64_t blk = sizeof(T) == 4 ? arch->blocks_f32((float *)(d + a0 * aos + b0), aos,
+                                                           (const float *)(s + a0 + b0 * bis), bis, a1 - a0,
+                                                           b1 - b0) : 0;
             int64_t ab = blk ? a0 + (a1 - a0) / blk * blk : a0;
             int64_t bbk = blk ? b0 + (b1 - b0) / blk * blk : b0;
             for (int64_t a = a0; a < a1; a++) {

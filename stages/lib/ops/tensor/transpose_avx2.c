@@ -2,11 +2,9 @@
  * elements at AVX2: 8 x 8 blocks transposed in registers (unpack, shuffle,
  * lane permute) instead of one strided load per element. It moves bits,
  * computes nothing, so every instruction set gives the same bytes. */
-#include "ops/tensor/transpose_impl.h"
-#include "util/isa.h"
-
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
+#include "ops/tensor/transpose_impl.h"
 #include "ops/gemm/transpose8x8.h"
 #define AT __attribute__((target("avx2")))
 
@@ -32,16 +30,14 @@ AT static void blocks_avx2(float *dst, int64_t dld, const float *src, int64_t sl
     for (int64_t a = 0; a + 8 <= na; a += 8)
         for (int64_t b = 0; b + 8 <= nb; b += 8) block8(dst + a * dld + b, dld, src + a + b * sld, sld);
 }
-#endif
-
-int64_t transpose_blocks_f32(float *dst, int64_t dld, const float *src, int64_t sld, int64_t na, int64_t nb)
+/* Whole 8 x 8 blocks where both sides have one, else nothing. */
+static int64_t blocks_f32_avx2(float *dst, int64_t dld, const float *src, int64_t sld, int64_t na, int64_t nb)
 {
-#if defined(__x86_64__) && defined(__GNUC__)
-    if (isa_active() >= ISA_AVX2 && na >= 8 && nb >= 8) {
-        blocks_avx2(dst, dld, src, sld, na, nb);
-        return 8;
-    }
-#endif
-    (void)dst; (void)dld; (void)src; (void)sld; (void)na; (void)nb;
-    return 0;
+    if (na < 8 || nb < 8) return 0;
+    blocks_avx2(dst, dld, src, sld, na, nb);
+    return 8;
 }
+
+const transpose_arch_t transpose_arch_avx2 = {blocks_f32_avx2};
+
+#endif
