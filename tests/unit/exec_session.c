@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "tap.h"
+#include "tiny_rtdetr.h"
 #include "engine/build.h"
 #include "engine/exec.h"
 #include "ops/gemm/blas.h"
@@ -32,37 +33,6 @@ static graph_t *build(const char *path)
     return g;
 }
 
-/* A fixed image (a linear congruential sequence in [0, 1)) and its size. */
-static void make_inputs(tensor_set_t *in)
-{
-    perr_t e = {0};
-    int64_t d4[] = {1, 3, 160, 160}, d2[] = {1, 2};
-    tensor_t *img = tensor_new(DT_FLOAT, 4, d4, &e), *size = tensor_new(DT_INT64, 2, d2, &e);
-    float *p = img->data;
-    uint32_t x = 12345;
-    for (int64_t i = 0; i < 3 * 160 * 160; i++) {
-        x = x * 1664525u + 1013904223u;
-        p[i] = (float)(x >> 8) / (float)(1u << 24);
-    }
-    ((int64_t *)size->data)[0] = 640;
-    ((int64_t *)size->data)[1] = 480;
-    memset(in, 0, sizeof *in);
-    tensorset_add(in, "images", img);
-    tensorset_add(in, "orig_target_sizes", size);
-}
-
-/* 1 when b holds a's tensors, byte for byte, and nothing else. */
-static int same_sets(const tensor_set_t *a, const tensor_set_t *b)
-{
-    if (a->n != b->n) return 0;
-    for (int i = 0; i < a->n; i++) {
-        const tensor_t *x = a->ts[i], *y = tensorset_get(b, a->names[i]);
-        if (!y || x->dtype != y->dtype || !tensor_same_shape(x, y) || memcmp(x->data, y->data, tensor_nbytes(x)))
-            return 0;
-    }
-    return 1;
-}
-
 static int run(exec_session_t *s, const tensor_set_t *in, const exec_run_opts_t *ro, tensor_set_t *out)
 {
     perr_t e = {0};
@@ -80,7 +50,7 @@ static void check_repeat(const graph_t *g, const tensor_set_t *in, const tensor_
     int same = 1;
     for (int r = 0; r < 3; r++) {
         tensor_set_t out;
-        same = same && !run(s, in, NULL, &out) && same_sets(want, &out);
+        same = same && !run(s, in, NULL, &out) && tensor_sets_same(want, &out);
         tensorset_free(&out);
     }
     exec_session_close(s);
@@ -95,7 +65,7 @@ static void check_interleaved(graph_t *const *g, const tensor_set_t *in, const t
     int same = 1;
     for (int r = 0; r < 4; r++) {
         tensor_set_t out;
-        same = same && !run(s[r % 2], in, NULL, &out) && same_sets(&want[r % 2], &out);
+        same = same && !run(s[r % 2], in, NULL, &out) && tensor_sets_same(&want[r % 2], &out);
         tensorset_free(&out);
     }
     exec_session_close(s[0]);
@@ -116,7 +86,7 @@ static void check_config_copied(const graph_t *g, const tensor_set_t *in, tensor
     perr_t e = {0};
     const exec_config_t every = {.threads = 1, .dump = "all"};
     rc = rc || exec_once(g, &every, in, NULL, &all, &e);
-    ok(!rc && dump->n > g->n_outputs && same_sets(&all, dump),
+    ok(!rc && dump->n > g->n_outputs && tensor_sets_same(&all, dump),
        "dump '*' overwritten after open still dumps every tensor (%d, as --dump all)", dump->n);
     tensorset_free(&all);
 }
@@ -162,8 +132,8 @@ static void check_reference(const graph_t *g, const tensor_set_t *in, const tens
     exec_session_t *s = exec_session_open(g, &xc, NULL);
     int rc = run(s, in, &ro, &out);
     exec_session_close(s);
-    ok(!rc && same_sets(want, &out), "fed its own dump as the reference, the run gives its outputs");
-    ok(same_sets(&before, dump), "the reference's %d tensors are unchanged by the run", dump->n);
+    ok(!rc && tensor_sets_same(want, &out), "fed its own dump as the reference, the run gives its outputs");
+    ok(tensor_sets_same(&before, dump), "the reference's %d tensors are unchanged by the run", dump->n);
     tensorset_free(&out);
     tensorset_free(&before);
 }
@@ -186,7 +156,7 @@ int main(void)
     ok(g[0] && g[1], "the tiny RT-DETR fixtures build (op16, op17)");
     if (!g[0] || !g[1]) return done_testing();
     tensor_set_t in, want[2] = {{0}, {0}}, dump = {0};
-    make_inputs(&in);
+    tiny_rtdetr_inputs(&in, 12345u);
     perr_t e = {0};
     const exec_config_t one = {.threads = 1};
     for (int k = 0; k < 2; k++)

@@ -8,6 +8,7 @@
 #include "engine.pb-c.h"
 #include "io/tensorproto.h"
 #include "ops/run.h"
+#include "precision/precision.h"
 #include "util/fsutil.h"
 #include "version.h"
 
@@ -401,6 +402,7 @@ graph_t *engine_read(const char *path, engine_meta_t *m, perr_t *e)
     }
     if (resolve_ops(g, e)) goto fail;
     graph_index(g);
+    precision_mark_kept_storage(g);
     return g;
 fail:
     graph_free(g);

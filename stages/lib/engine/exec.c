@@ -140,6 +140,14 @@ int exec_nodes(const graph_t *g, tensor_t **rt, tensor_t *owned, char *arena, ex
     char dname[1024];
     for (int i = 0; i < g->n_nodes && !rc; i++) {
         const node_t *n = &g->nodes[i];
+        node_t unkept;
+        if (ro->reference && n->keeps_storage) {
+            /* reference inputs are float32, not in the layer's storage type:
+             * its outputs need their rounding (precision/kept.c) */
+            unkept = *n;
+            unkept.keeps_storage = 0;
+            n = &unkept;
+        }
         const tensor_t *args[MAX_NODE_IO];
         tensor_t *outs[MAX_NODE_IO];
         if (n->n_in > MAX_NODE_IO || n->n_out > MAX_NODE_IO) { rc = BAD(e, "node '%s': too many inputs/outputs", n->name); break; }

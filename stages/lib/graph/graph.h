@@ -66,6 +66,8 @@ typedef struct node {
     float act_a, act_b;            /* clip min/max, leaky alpha */
     int residual;                  /* a residual Add fused into this Conv (passes/fuse.c): its last input is
                                       added to the output in float32, before the activation */
+    int keeps_storage;             /* its outputs are already in its storage type: no rounding
+                                      (precision/kept.c; set at engine load, not in the engine) */
     /* control flow (If, Loop, Scan): the subgraphs of its graph attributes,
      * and how many of in[] are implicit: the outer values the subgraphs read
      * (captures), appended after the node's own inputs so liveness and the

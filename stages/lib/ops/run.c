@@ -240,6 +240,7 @@ int node_run(const node_t *n, const tensor_t *const *in, tensor_t **out, int thr
     for (int i = 0; i < n->n_out; i++) {
         tensor_t *o = out[i];
         if (!o || o->dtype != DT_FLOAT) continue;
+        if (n->keeps_storage && !half) continue;   /* rounding would change no bit (precision/kept.c) */
         if (half) {   /* a half-typed op computed in float32 stores its result as half */
             tensor_t h = {0};
             if (tensor_cast(o, half, &h, e)) { rc = -1; goto done; }

@@ -54,4 +54,10 @@ int precision_mark_boundaries(graph_t *g, const precision_policy_t *pp, FILE *wa
 #define RANGE_SHOWN 5
 int precision_check_range(graph_t *g, FILE *warn, int shown);
 
+/* kept.c: sets node->keeps_storage on each FP16/BF16-stored layer of g
+ * (not its subgraphs) that only moves values its inputs already hold in
+ * that storage type, so rounding its outputs is skipped (no bit changes);
+ * returns how many. Run on a loaded engine (engine_read). */
+int precision_mark_kept_storage(graph_t *g);
+
 #endif
