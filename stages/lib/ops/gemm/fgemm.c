@@ -197,6 +197,11 @@ static void add_row(float *restrict x, const float *restrict r, int n)
 
 void fgemm_tile_post(float *c, int64_t ldc, int mr, int nr, const float *res, const fgemm_epi_t *e)
 {
+    const fgemm_arch_t *ar = fgemm_arch();
+    if (res && ar->residual) {
+        ar->residual(c, ldc, mr, nr, res, e);
+        return;
+    }
     int act = post_act(e);
     if (!act && !res) return;
     for (int r = 0; r < mr; r++, c += ldc) {

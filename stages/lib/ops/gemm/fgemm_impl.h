@@ -66,6 +66,11 @@ typedef struct fgemm_arch {
     /* The largest k (input channels x taps) where tile_px beats the packed
      * path (measured), or 0: any. */
     int64_t px_max_k;
+    /* fgemm_tile_post's residual in vector registers: rows [0, mr) x [0, nr)
+     * of a finished tile c += res (both rows ldc apart), then e's
+     * activation, every one of them, with the formulas of the standalone
+     * kernels; or NULL (fgemm_tile_post's loops in C: the same bits). */
+    void (*residual)(float *c, int64_t ldc, int mr, int nr, const float *res, const fgemm_epi_t *e);
 } fgemm_arch_t;
 
 extern const fgemm_arch_t fgemm_arch_generic;
