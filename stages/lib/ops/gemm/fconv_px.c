@@ -301,10 +301,14 @@ static void px_row(void *ctx, int64_t r)
                 int64_t o = o0 + (i < npix ? i : npix - 1);
                 px[i] = s->at + (r - s->r_at) * s->rstep + (o - s->c_at) * s->cstep;
             }
-            int64_t at = b * PX_OC * n + r * g->ow + o0;
-            ar->tile_px(j->k, px, s->koff, j->wp + b * j->k * PX_OC, j->y + at, n, npix, noc, bias, &j->te);
-            fgemm_tile_post(j->y + at, n, noc, npix, j->e.res ? j->e.res + at : NULL, &j->e);
+            float *y = j->y + b * PX_OC * n + r * g->ow + o0;
+            ar->tile_px(j->k, px, s->koff, j->wp + b * j->k * PX_OC, y, n, npix, noc, bias, &j->te);
         }
+        /* the rest of the epilogue on the block's row of outputs, still in
+         * L1 or L2: noc runs of ow floats, where a tile's 8 pixels would
+         * read the residual as noc runs of 8 floats a plane apart */
+        int64_t at = b * PX_OC * n + r * g->ow;
+        fgemm_tile_post(j->y + at, n, noc, (int)g->ow, j->e.res ? j->e.res + at : NULL, &j->e);
     }
 }
 
