@@ -138,7 +138,7 @@ for tag, where in (("t", "then_branch"), ("e", "else_branch")):
 lib = os.path.join(root, "stages", "lib")
 p = subprocess.run(["grep", "-rn", '#include "ops/', os.path.join(lib, "graph")], capture_output=True, text=True)
 ok(p.returncode == 1 and not p.stdout, "no file of graph/ includes an ops/ header", p.stdout)
-tiles = [os.path.join(lib, "ops", f) for f in ("fgemm.h", "fgemm_impl.h", "fgemm_avx2.c", "fgemm_avx512.c",
+tiles = [os.path.join(lib, "ops", "gemm", f) for f in ("fgemm.h", "fgemm_impl.h", "fgemm_avx2.c", "fgemm_avx512.c",
                                                   "fgemm_generic.c")]
 p = subprocess.run(["grep", "-n", '#include "graph/graph.h"'] + tiles, capture_output=True, text=True)
 ok(p.returncode == 1 and not p.stdout, "the GEMM tiles take ACT_* from graph/act.h, not the IR", p.stdout)
