@@ -4,10 +4,14 @@
  * as the wall clock, so a number taken on a shared machine still says what
  * the kernel costs (a descheduled thread's CPU clock stands still).
  *
- *   kernels [--isa LEVEL] [--reps N] [--threads N] [--filter SUBSTRING | --shape CIN,COUT,H,W,K,S]
+ *   kernels [--isa LEVEL] [--reps N] [--threads N] [--residual] [--filter SUBSTRING | --shape CIN,COUT,H,W,K,S]
  *
  * Prints one line per shape: name, GFLOP, ms (cpu), GFLOP/s (cpu), ms (wall).
- * A checksum of each output guards against a kernel that skips work. */
+ * A checksum of each output guards against a kernel that skips work.
+ * --residual: a ResNet block's end instead, y = Relu(conv(x) + r), in two
+ * forms timed in turn: the residual and Relu in the epilogue (fgemm_epi_t.res)
+ * against the passes after the convolution that ops/run.c ran before it (y +=
+ * r, then Relu, over the whole output); prints both and apart / fused. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,10 +79,10 @@ static float *scratch_of(size_t floats)
     return buf;
 }
 
-static void run_once(const shape_t *s, const float *w, const float *x, float *y)
+static void run_once(const shape_t *s, const float *w, const float *x, float *y, const fgemm_epi_t *e)
 {
     if (s->k == 0) {   /* activations [h x cin] times weights [cin x cout], as a MatMul layer */
-        fgemm(s->h, s->cout, s->cin, x, s->cin, w, s->cout, y, s->cout, NULL);
+        fgemm(s->h, s->cout, s->cin, x, s->cin, w, s->cout, y, s->cout, e);
         return;
     }
     int pad = s->k / 2;
@@ -86,17 +90,17 @@ static void run_once(const shape_t *s, const float *w, const float *x, float *y)
                       s->k, s->k, s->s, s->s, {0}, {0}, NULL};
     for (int i = 0; i < s->k; i++) g.dh[i] = g.dw[i] = i - pad;
     if (s->k == 1 && s->s == 1) {   /* a pointwise conv is a GEMM, as conv.c runs it */
-        fgemm(s->cout, (int64_t)s->h * s->w, s->cin, w, s->cin, x, (int64_t)s->h * s->w, y, (int64_t)s->h * s->w, NULL);
+        fgemm(s->cout, (int64_t)s->h * s->w, s->cin, w, s->cin, x, (int64_t)s->h * s->w, y, (int64_t)s->h * s->w, e);
         return;
     }
     int64_t px = fconv_px_floats(&g, s->cout);   /* as conv.c: the pixel-broadcast tile where it applies */
     if (px) {
-        fconv_px(s->cout, &g, w, x, y, NULL, scratch_of((size_t)px), NULL);
+        fconv_px(s->cout, &g, w, x, y, e, scratch_of((size_t)px), NULL);
         return;
     }
     int64_t phase = fconv_phase_floats(&g);   /* as conv.c: strided convolutions on their stride phases */
     g.phase = phase ? scratch_of((size_t)phase) : NULL;
-    fconv_rows(s->cout, &g, w, x, y, NULL);
+    fconv_rows(s->cout, &g, w, x, y, e);
 }
 
 static void bench_shape(const shape_t *s, int reps)
@@ -107,11 +111,11 @@ static void bench_shape(const shape_t *s, int reps)
     size_t nx = (size_t)s->cin * s->h * s->w, nw = (size_t)s->cout * s->cin * kk * kk, ny = (size_t)s->cout * oh * ow;
     float *x = random_floats(nx, 1), *w = random_floats(nw, 2), *y = random_floats(ny, 3);
     double gflop = 2.0 * s->cout * s->cin * kk * kk * oh * ow * 1e-9;
-    run_once(s, w, x, y);   /* warm: caches, page faults */
+    run_once(s, w, x, y, NULL);   /* warm: caches, page faults */
     double best_cpu = 1e30, best_wall = 1e30;
     for (int r = 0; r < reps; r++) {
         double c0 = clock_s(CLOCK_PROCESS_CPUTIME_ID), w0 = clock_s(CLOCK_MONOTONIC);
-        run_once(s, w, x, y);
+        run_once(s, w, x, y, NULL);
         double dc = clock_s(CLOCK_PROCESS_CPUTIME_ID) - c0, dw = clock_s(CLOCK_MONOTONIC) - w0;
         if (dc < best_cpu) best_cpu = dc;
         if (dw < best_wall) best_wall = dw;
@@ -124,9 +128,43 @@ static void bench_shape(const shape_t *s, int reps)
     free(x); free(w); free(y);
 }
 
+/* The residual passes ops/run.c ran after the convolution before the
+ * epilogue took them: y += r over the output, then the Relu over it. */
+static void residual_apart(float *y, const float *r, size_t n)
+{
+    for (size_t i = 0; i < n; i++) y[i] = y[i] + r[i];
+    for (size_t i = 0; i < n; i++) y[i] = y[i] < 0 ? 0.0f : y[i];
+}
+
+/* --residual: the two forms of Relu(conv(x) + r) in turn, best CPU time of each. */
+static void bench_residual(const shape_t *s, int reps)
+{
+    int64_t oh = (s->h + 2 * (s->k / 2) - s->k) / s->s + 1, ow = (s->w + 2 * (s->k / 2) - s->k) / s->s + 1;
+    size_t nx = (size_t)s->cin * s->h * s->w, nw = (size_t)s->cout * s->cin * s->k * s->k, ny = (size_t)s->cout * oh * ow;
+    float *x = random_floats(nx, 1), *w = random_floats(nw, 2), *y = random_floats(ny, 3), *r = random_floats(ny, 4);
+    float *y2 = random_floats(ny, 5);
+    fgemm_epi_t fused = {.act = ACT_RELU, .res = r};
+    double best[2] = {1e30, 1e30};
+    for (int i = 0; i <= reps; i++)   /* the first round warms both */
+        for (int form = 0; form < 2; form++) {
+            double c0 = clock_s(CLOCK_PROCESS_CPUTIME_ID);
+            if (form == 0) run_once(s, w, x, y, &fused);
+            else {
+                run_once(s, w, x, y2, NULL);
+                residual_apart(y2, r, ny);
+            }
+            double dc = clock_s(CLOCK_PROCESS_CPUTIME_ID) - c0;
+            if (i > 0 && dc < best[form]) best[form] = dc;
+        }
+    printf("%-24s fused cpu %8.3f ms  apart cpu %8.3f ms  apart/fused %.3f  outputs %s\n", s->name, best[0] * 1e3,
+           best[1] * 1e3, best[1] / best[0], memcmp(y, y2, ny * sizeof *y) ? "DIFFER" : "identical");
+    fflush(stdout);
+    free(x); free(w); free(y); free(r); free(y2);
+}
+
 int main(int argc, char **argv)
 {
-    int reps = 5, threads = 1;
+    int reps = 5, threads = 1, residual = 0;
     shape_t own = {NULL, 0, 0, 0, 0, 0, 0};
     const char *filter = NULL;
     for (int i = 1; i < argc; i++) {
@@ -136,6 +174,7 @@ int main(int argc, char **argv)
         } else if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--filter") && i + 1 < argc) filter = argv[++i];
+        else if (!strcmp(argv[i], "--residual")) residual = 1;
         else if (!strcmp(argv[i], "--shape") && i + 1 < argc) {   /* CIN,COUT,H,W,K,S: one shape of one's own */
             shape_t one = {argv[++i], 0, 0, 0, 0, 0, 1};
             if (sscanf(one.name, "%d,%d,%d,%d,%d,%d", &one.cin, &one.cout, &one.h, &one.w, &one.k, &one.s) != 6 ||
@@ -145,16 +184,21 @@ int main(int argc, char **argv)
             }
             own = one;
         }
-        else { fprintf(stderr, "usage: kernels [--isa LEVEL] [--reps N] [--threads N] [--filter TEXT]\n"); return 2; }
+        else {
+            fprintf(stderr, "usage: kernels [--isa LEVEL] [--reps N] [--threads N] [--residual] [--filter TEXT]\n");
+            return 2;
+        }
     }
     if (reps < 1) reps = 1;
     pool_set_threads(threads);
     printf("# isa %s, %d thread(s), best of %d (cpu: the process's CPU clock)\n", isa_name(isa_active()), threads, reps);
     if (own.name) {
-        bench_shape(&own, reps);
+        if (residual && own.k) bench_residual(&own, reps);
+        else bench_shape(&own, reps);
         return 0;
     }
     for (size_t i = 0; i < sizeof SHAPES / sizeof *SHAPES; i++)
-        if (!filter || strstr(SHAPES[i].name, filter)) bench_shape(&SHAPES[i], reps);
+        if (residual && SHAPES[i].k && (!filter || strstr(SHAPES[i].name, filter))) bench_residual(&SHAPES[i], reps);
+        else if (!residual && (!filter || strstr(SHAPES[i].name, filter))) bench_shape(&SHAPES[i], reps);
     return 0;
 }

@@ -7,7 +7,8 @@
  * Conv through node_run with a fused activation, with the kernel on and
  * off, against a direct loop (the activation applied exactly once); and
  * the 2-D pools' fast rows (ops/nn/poolrow.c) against window loops written
- * here, bit for bit, NaN and signed zeros included. */
+ * here, bit for bit, NaN and signed zeros included; and a residual in the
+ * epilogue against the unfused layers' bits. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -510,8 +511,85 @@ static void test_px_bits(void)
         ok(compared == 0, "fconv_px: no tile in portable C (conv.c keeps the packed path): %d run", compared);
 }
 
+/* A residual in the epilogue (fgemm_epi_t.res) gives the bits of the
+ * unfused layers: the product with its bias alone, then + r elementwise,
+ * then the activation as the executor applies it (node_act_range) -- for
+ * fgemm (one panel and several: k > FG_KC; partial tiles), fgemm_ref,
+ * fconv_rows and fconv_px, every activation, on 1 and 3 threads. */
+static void unfused(float *y, const float *r, int64_t count, int act, float a, float b)
+{
+    node_t nd = {0};
+    nd.act = act;
+    nd.act_a = a;
+    nd.act_b = b;
+    for (int64_t i = 0; i < count; i++) y[i] = y[i] + r[i];
+    node_act_range(&nd, y, count);
+}
+
+static int same_floats(const float *x, const float *y, int64_t n) { return !memcmp(x, y, (size_t)n * sizeof *x); }
+
+static void test_residual(void)
+{
+    static const int64_t shapes[][3] = {{13, 70, 300}, {40, 33, 2400}, {8, 32, 1}, {3, 1000, 27}};
+    int gemm_same = 0, gemm_all = 0;
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+        for (int act = ACT_NONE; act <= ACT_SILU; act++)
+            for (int threads = 1; threads <= 3; threads += 2) {
+                int64_t m = shapes[s][0], n = shapes[s][1], k = shapes[s][2];
+                float *a = random_floats(m * k), *b = random_floats(k * n), *bv = random_floats(m);
+                float *r = random_floats(m * n), *want = random_floats(m * n), *got = random_floats(m * n);
+                float *ref = random_floats(m * n);
+                float lo = act == ACT_LEAKY ? 0.2f : -0.5f;
+                fgemm_epi_t bare = {bv, ACT_NONE, 0, 0, NULL}, e = {bv, act, lo, 0.5f, NULL, r};
+                pool_set_threads(threads);
+                fgemm(m, n, k, a, k, b, n, want, n, &bare);
+                unfused(want, r, m * n, act, lo, 0.5f);
+                fgemm(m, n, k, a, k, b, n, got, n, &e);
+                pool_set_threads(1);
+                fgemm_ref(m, n, k, a, k, b, n, ref, n, &e);
+                gemm_all++;
+                if (same_floats(want, got, m * n) && same_floats(want, ref, m * n)) gemm_same++;
+                else diag("fgemm + residual %lldx%lldx%lld act %d, %d threads: differs from the unfused layers",
+                          (long long)m, (long long)n, (long long)k, act, threads);
+                free(a); free(b); free(bv); free(r); free(want); free(got); free(ref);
+            }
+    ok(gemm_same == gemm_all, "fgemm and fgemm_ref with a residual: the unfused layers' bits (%d of %d cases)",
+       gemm_same, gemm_all);
+    /* the convolutions: px_cases' geometries (fconv_px where the level has its tile) */
+    int conv_same = 0, conv_all = 0;
+    for (size_t i = 0; i < sizeof px_cases / sizeof px_cases[0]; i += 3) {
+        const px_case_t *t = &px_cases[i];
+        int s = t->s ? t->s : 1;
+        int64_t oh = (t->h + t->pt + t->pb - (t->kh - 1) * t->dil - 1) / s + 1;
+        int64_t ow = (t->w + t->pl + t->pr - (t->kw - 1) * t->dil - 1) / s + 1;
+        fconv_geom_t g = {t->c, t->h, t->w, oh, ow, t->kh, t->kw, s, s, {0}, {0}, NULL};
+        for (int a = 0; a < t->kh; a++) g.dh[a] = a * t->dil - t->pt;
+        for (int b = 0; b < t->kw; b++) g.dw[b] = b * t->dil - t->pl;
+        int64_t k = t->c * t->kh * t->kw, count = t->m * oh * ow, need = fconv_px_floats(&g, t->m);
+        float *x = random_floats(t->c * t->h * t->w), *w = random_floats(t->m * k), *bias = random_floats(t->m);
+        float *r = random_floats(count), *want = random_floats(count), *got = random_floats(count);
+        float *px = random_floats(count), *scratch = malloc((size_t)(need > 0 ? need : 1) * sizeof *scratch);
+        float lo = t->act == ACT_LEAKY ? 0.2f : -0.5f;
+        fgemm_epi_t bare = {bias, ACT_NONE, 0, 0, NULL}, e = {bias, t->act, lo, 0.5f, NULL, r};
+        pool_set_threads(3);
+        int rc = fconv_rows(t->m, &g, w, x, want, &bare);
+        unfused(want, r, count, t->act, lo, 0.5f);
+        rc |= fconv_rows(t->m, &g, w, x, got, &e);
+        if (need) rc |= fconv_px(t->m, &g, w, x, px, &e, scratch, NULL);
+        else memcpy(px, want, (size_t)count * sizeof *px);
+        pool_set_threads(1);
+        conv_all++;
+        if (!rc && same_floats(want, got, count) && same_floats(want, px, count)) conv_same++;
+        else diag("conv + residual %s: differs from the unfused layers", t->name);
+        free(x); free(w); free(bias); free(r); free(want); free(got); free(px); free(scratch);
+    }
+    ok(conv_same == conv_all, "fconv_rows and fconv_px with a residual on %d geometries: the unfused layers' bits (%d)",
+       conv_all, conv_same);
+}
+
 static void checks_at_level(void)
 {
+    test_residual();
     test_px_bits();
     test_gemm_shapes();
     test_gemm_blocked_order();

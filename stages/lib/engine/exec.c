@@ -121,12 +121,13 @@ static void dump_put(tensor_set_t *out, const char *name, const tensor_t *t)
 /* Node i's slot of the memory kept across runs: for a node of the
  * session's graph (not of a subgraph) whose inputs past the first are all
  * constants (what a kernel keeps there depends on those alone; input 2 may
- * vary for ops marked cache_in1). */
+ * vary for ops marked cache_in1; a fused residual, the last input of a
+ * residual Conv, is added in the epilogue and never kept). */
 static void **node_cache(const graph_t *g, int i, const exec_env_t *env, const char *path)
 {
     if (path) return NULL;
     const node_t *n = &g->nodes[i];
-    for (int k = 1; k < n->n_in; k++)
+    for (int k = 1; k < n->n_in - (n->residual != 0); k++)
         if (n->in[k] >= 0 && g->vals[n->in[k]].kind != VAL_CONST && !(k == 2 && n->op && n->op->cache_in1))
             return NULL;
     return &env->node_cache[i];

@@ -64,8 +64,9 @@ typedef struct node {
      * float32 before the storage rounding, as a GPU engine's fused epilogue */
     int act;                       /* ACT_* (graph/act.h) */
     float act_a, act_b;            /* clip min/max, leaky alpha */
-    int residual;                  /* a residual Add fused into this Conv (passes/fuse.c): its last input is
-                                      added to the output in float32, before the activation */
+    int residual;                  /* a residual Add fused into this Conv (passes/fuseres.c): its last input is
+                                      added to the output in float32, before the activation (in the
+                                      convolution's epilogue, ops/gemm/fgemm.c, where it runs there) */
     int keeps_storage;             /* its outputs are already in its storage type: no rounding
                                       (precision/kept.c; set at engine load, not in the engine) */
     /* control flow (If, Loop, Scan): the subgraphs of its graph attributes,

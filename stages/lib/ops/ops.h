@@ -38,6 +38,12 @@ typedef struct op_ctx {
     /* Set by a kernel that applied node->act (the fused activation) itself,
      * so the executor does not apply it again. */
     int act_done;
+    /* A fused residual (node->residual: the node's last input, not among
+     * in[]), or NULL. A kernel that adds it itself -- after the bias, before
+     * the activation, as the separate Add would -- sets res_done (and then
+     * act_done); else the executor adds it and then applies the activation. */
+    const tensor_t *residual;
+    int res_done;
 } op_ctx_t;
 
 typedef int (*op_shape_fn)(op_ctx_t *c);

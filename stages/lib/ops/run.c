@@ -204,17 +204,11 @@ int node_run(const node_t *n, const tensor_t *const *in, tensor_t **out, int thr
         }
         tensor_free_data(out[i]);
     }
-    /* a fused residual: the kernel sees its own inputs and no activation;
-     * the residual and then the activation are applied here */
-    node_t bare;
-    const node_t *kn = n;
-    if (n->residual) {
-        bare = *n;
-        bare.act = ACT_NONE;
-        kn = &bare;
-    }
-    op_ctx_t c = {.node = kn, .n_in = n->n_in - (n->residual != 0), .in = args, .n_out = n->n_out, .out = out,
-                  .threads = threads, .err = e, .scratch = scratch_get, .scratch_owner = pool, .cache = cache};
+    /* a fused residual: the kernel sees its own inputs, and the residual
+     * apart (op_ctx_t.residual) to add in its epilogue where it can */
+    op_ctx_t c = {.node = n, .n_in = n->n_in - (n->residual != 0), .in = args, .n_out = n->n_out, .out = out,
+                  .threads = threads, .err = e, .scratch = scratch_get, .scratch_owner = pool, .cache = cache,
+                  .residual = n->residual ? args[n->n_in - 1] : NULL};
     rc = n->op->shape(&c);
     if (rc == OP_DYNAMIC)
         rc = BAD(e, "node '%s' (%s): output shape unknown even with all inputs", n->name, n->op_type);
@@ -233,9 +227,16 @@ int node_run(const node_t *n, const tensor_t *const *in, tensor_t **out, int thr
     if (pool) pool->used = 0;
     rc = n->op->run(&c);
     if (rc) goto done;
-    if (n->residual && (rc = add_residual(n, args[n->n_in - 1], out[0], e))) goto done;
-    /* (act_done of a residual layer's kernel speaks of the bare node's: none) */
-    int act_done = c.act_done && !n->residual;
+    if (n->residual && !c.res_done) {
+        /* the activation comes after the residual: a kernel that applied it
+         * without adding the residual got the order wrong */
+        if (c.act_done) {
+            rc = BAD(e, "node '%s' (%s): internal: activation applied before the fused residual", n->name, n->op_type);
+            goto done;
+        }
+        if ((rc = add_residual(n, args[n->n_in - 1], out[0], e))) goto done;
+    }
+    int act_done = c.act_done;
     if (n->act && !act_done && out[0] && out[0]->dtype == DT_FLOAT) apply_activation(n, out[0]->data, tensor_numel(out[0]));
     for (int i = 0; i < n->n_out; i++) {
         tensor_t *o = out[i];

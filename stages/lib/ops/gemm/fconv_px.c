@@ -201,7 +201,7 @@ typedef struct px_job {
     const float *w;
     float *y;
     int64_t m, k, blocks;
-    fgemm_epi_t e;
+    fgemm_epi_t e, te;   /* the epilogue; the tiles' part of it (fgemm_epi_tile) */
 } px_job_t;
 
 /* Task t: channel t / nbands of band t % nbands into its stride phases,
@@ -302,9 +302,13 @@ static void px_row(void *ctx, int64_t r)
                 px[i] = s->at + (r - s->r_at) * s->rstep + (o - s->c_at) * s->cstep;
             }
             float *y = j->y + b * PX_OC * n + r * g->ow + o0;
-            ar->tile_px(j->k, px, s->koff, j->wp + b * j->k * PX_OC, y, n, npix, noc, bias, &j->e);
-            fgemm_tile_sigmoid(y, n, noc, npix, &j->e);
+            ar->tile_px(j->k, px, s->koff, j->wp + b * j->k * PX_OC, y, n, npix, noc, bias, &j->te);
         }
+        /* the rest of the epilogue on the block's row of outputs, still in
+         * L1 or L2: noc runs of ow floats, where a tile's 8 pixels would
+         * read the residual as noc runs of 8 floats a plane apart */
+        int64_t at = b * PX_OC * n + r * g->ow;
+        fgemm_tile_post(j->y + at, n, noc, (int)g->ow, j->e.res ? j->e.res + at : NULL, &j->e);
     }
 }
 
@@ -316,6 +320,7 @@ int fconv_px(int64_t m, const fconv_geom_t *g, const float *w, const float *x, f
     j.k = g->cin * g->kh * g->kw;
     j.blocks = (m + PX_OC - 1) / PX_OC;
     if (epi) j.e = *epi;
+    j.te = fgemm_epi_tile(&j.e);
     /* scratch: the bands, then the packed weights at a 64-byte boundary */
     j.plan.in.at = x;
     float *at = scratch;

@@ -148,28 +148,59 @@ static int fgemm_epi_supported(int act)
            act == ACT_SILU;
 }
 
-/* Sigmoid and SiLU run on a finished tile while it is still in L1 (the
- * instruction sets' kernels store it with the bias only): the standalone
- * Sigmoid's function (vmath.h, elementwise, the same bits on every CPU),
- * then SiLU's product as the Mul computes it, as run.c's unfused epilogue
- * does over the whole output, so the bits are the same. */
-static void tile_sigmoid(float *c, int64_t ldc, int mr, int nr, int act)
+/* The part of the epilogue the instruction set's tiles leave, applied to
+ * a finished tile while it is still in L1. With a residual the tiles store
+ * the sum with its biases (fgemm_epi_tile) and the residual is added here,
+ * then the activation: the order of the unfused Conv, Add and activation,
+ * each element's one float32 addition the Add's (commutative in IEEE
+ * arithmetic, so r + y and y + r are the same bits). Without one, only
+ * Sigmoid and SiLU where the set's tiles do not apply them. The
+ * activations are the standalone kernels' (run.c's node_act_range:
+ * fgemm_finish_one's formulas, vmath.h's Sigmoid and SiLU, elementwise and
+ * the same bits on every CPU), so the bits are those of the unfused layers. */
+static int post_act(const fgemm_epi_t *e)
 {
-    for (int r = 0; r < mr; r++, c += ldc) {
-        if (act == ACT_SILU) vm_silu_f32(c, c, nr);
-        else vm_sigmoid_f32(c, c, nr);
-    }
-}
-
-/* Sigmoid or SiLU left for tile_sigmoid (the instruction set's tiles do not apply it). */
-static int sigmoid_act(const fgemm_epi_t *e)
-{
+    if (e->res) return e->act != ACT_NONE;
     return (e->act == ACT_SIGMOID || e->act == ACT_SILU) && !fgemm_arch()->tile_sigmoid;
 }
 
-void fgemm_tile_sigmoid(float *c, int64_t ldc, int mr, int nr, const fgemm_epi_t *e)
+fgemm_epi_t fgemm_epi_tile(const fgemm_epi_t *e)
 {
-    if (sigmoid_act(e)) tile_sigmoid(c, ldc, mr, nr, e->act);
+    fgemm_epi_t t = *e;
+    if (e->res) t.act = ACT_NONE;
+    return t;
+}
+
+static void act_row(float *x, int n, const fgemm_epi_t *e)
+{
+    const fgemm_epi_t act = {.act = e->act, .a = e->a, .b = e->b};
+    switch (e->act) {
+    case ACT_SIGMOID: vm_sigmoid_f32(x, x, n); break;
+    case ACT_SILU: vm_silu_f32(x, x, n); break;
+    case ACT_NONE: break;
+    default:
+        for (int j = 0; j < n; j++) x[j] = fgemm_finish_one(x[j], 0.0f, 0.0f, &act);
+    }
+}
+
+static void add_row(float *restrict x, const float *restrict r, int n)
+{
+    for (int j = 0; j < n; j++) x[j] = x[j] + r[j];
+}
+
+void fgemm_tile_post(float *c, int64_t ldc, int mr, int nr, const float *res, const fgemm_epi_t *e)
+{
+    const fgemm_arch_t *ar = fgemm_arch();
+    if (res && ar->residual) {
+        ar->residual(c, ldc, mr, nr, res, e);
+        return;
+    }
+    int act = post_act(e);
+    if (!act && !res) return;
+    for (int r = 0; r < mr; r++, c += ldc) {
+        if (res) add_row(c, res + r * ldc, nr);
+        if (act) act_row(c, nr, e);
+    }
 }
 
 int fgemm_epi_act(fgemm_epi_t *e, const node_t *n)
@@ -201,6 +232,9 @@ void fgemm_ref(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, con
 {
     fgemm_epi_t none = {0};
     if (!epi) epi = &none;
+    /* the biases, the residual, then the activation (act: the activation alone) */
+    fgemm_epi_t bare = *epi, act = {.act = epi->act, .a = epi->a, .b = epi->b};
+    bare.act = ACT_NONE;
     for (int64_t i = 0; i < m; i++)
         for (int64_t j = 0; j < n; j++) {
             float acc = 0.0f;
@@ -209,7 +243,9 @@ void fgemm_ref(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, con
                 for (int64_t p = p0; p < k && p < p0 + FG_KB; p++) blk = fmaf(a[i * lda + p], b[p * ldb + j], blk);
                 acc = p0 == 0 ? blk : acc + blk;
             }
-            float y = fgemm_finish_one(acc, epi->bias ? epi->bias[i] : 0.0f, epi->col_bias ? epi->col_bias[j] : 0.0f, epi);
+            float y = fgemm_finish_one(acc, epi->bias ? epi->bias[i] : 0.0f, epi->col_bias ? epi->col_bias[j] : 0.0f, &bare);
+            if (epi->res) y = y + epi->res[i * ldc + j];
+            y = fgemm_finish_one(y, 0.0f, 0.0f, &act);
             if (epi->act == ACT_SIGMOID || epi->act == ACT_SILU) y = epi->act == ACT_SILU ? y * vm_sigmoidf(y) : vm_sigmoidf(y);
             c[i * ldc + j] = y;
         }
@@ -236,7 +272,7 @@ typedef struct fgemm_job {
     const float *a, *b;
     const float *bpack;   /* B packed whole (strip s at s * k * 32), or NULL: each task packs its strips */
     float *c;
-    fgemm_epi_t e;
+    fgemm_epi_t e, te;   /* the epilogue; the tiles' part of it (fgemm_epi_tile) */
 } fgemm_job_t;
 
 static void fgemm_tile(void *ctx, int64_t t)
@@ -260,8 +296,10 @@ static void fgemm_tile(void *ctx, int64_t t)
                 int mr = i1 - row < ar->mr ? (int)(i1 - row) : ar->mr;
                 tile_blocks(ar, p0, kc, j->k, j->a + row * j->lda, j->lda, mr, bp, nr, j->c + row * j->ldc + col,
                             j->ldc, j->e.bias ? j->e.bias + row : NULL, j->e.col_bias ? j->e.col_bias + col : NULL,
-                            &j->e);
-                if (p0 + KC >= j->k && sigmoid_act(&j->e)) tile_sigmoid(j->c + row * j->ldc + col, j->ldc, mr, nr, j->e.act);
+                            &j->te);
+                if (p0 + KC >= j->k)
+                    fgemm_tile_post(j->c + row * j->ldc + col, j->ldc, mr, nr,
+                                    j->e.res ? j->e.res + row * j->ldc + col : NULL, &j->e);
             }
         }
     }
@@ -306,6 +344,7 @@ void fgemm_kept(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, co
     int64_t strips = (n + 31) / 32;
     fgemm_job_t j = {m, n, k, lda, ldb, ldc, tiling_of(m, n, TILE_M_MAX), a, b, NULL, c, {0}};
     if (epi) j.e = *epi;
+    j.te = fgemm_epi_tile(&j.e);
     fgemm_packed_t *own = NULL, *kept = cache ? *cache : NULL;
     assert(!kept || (kept->rows == n && kept->k == k));   /* one node's constant B */
     if (!kept && m > TILE_M_MAX && k > 0 && strips * 32 * k <= PREPACK_MAX) {
@@ -342,7 +381,7 @@ typedef struct fconv_job {
     const struct tap_layout *tl;
     const float *w;
     float *y;
-    fgemm_epi_t e;
+    fgemm_epi_t e, te;   /* the epilogue; the tiles' part of it (fgemm_epi_tile) */
 } fconv_job_t;
 
 /* One 32-wide strip of output positions [j0, j0 + nr): each lane's input
@@ -402,8 +441,10 @@ static void fconv_tile(void *ctx, int64_t t)
             for (int64_t row = i0; row < i1; row += ar->mr) {
                 int mr = i1 - row < ar->mr ? (int)(i1 - row) : ar->mr;
                 tile_blocks(ar, p0, kc, k, j->w + row * k, k, mr, panel, nr, j->y + row * j->n + col, j->n,
-                            j->e.bias ? j->e.bias + row : NULL, NULL, &j->e);
-                if (p0 + KC >= k && sigmoid_act(&j->e)) tile_sigmoid(j->y + row * j->n + col, j->n, mr, nr, j->e.act);
+                            j->e.bias ? j->e.bias + row : NULL, NULL, &j->te);
+                if (p0 + KC >= k)
+                    fgemm_tile_post(j->y + row * j->n + col, j->n, mr, nr,
+                                    j->e.res ? j->e.res + row * j->n + col : NULL, &j->e);
             }
         }
     }
@@ -486,6 +527,7 @@ int fconv_rows(int64_t m, const fconv_geom_t *g, const float *w, const float *x,
     tap_layout_setup(g, x, &tl);
     fconv_job_t j = {m, n, tiling_of(m, n, TILE_M_MAX), g, &tl, w, y, {0}};
     if (epi) j.e = *epi;
+    j.te = fgemm_epi_tile(&j.e);
     pool_for(task_count(&j.tiles, m), fconv_tile, &j);
     return 0;
 }

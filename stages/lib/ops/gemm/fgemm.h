@@ -5,7 +5,8 @@
  *
  * Deterministic: every element of C is summed in a fixed blocked order
  * (k in blocks of FG_KB = 256 steps, each one FMA chain from zero, the
- * blocks' sums added in order: fgemm_impl.h), then + bias (per row, then per column), then the activation; the tiles handed to the thread pool
+ * blocks' sums added in order: fgemm_impl.h), then + bias (per row, then per column), then + the residual,
+ * then the activation; the tiles handed to the thread pool
  * depend on the shape only, so the bits never depend on --threads, and
  * the kernels of every instruction set (AVX-512, AVX2+FMA, portable C:
  * fgemm_impl.h, picked by util/isa.h) round alike, so they never depend on
@@ -21,6 +22,10 @@ typedef struct fgemm_epi {
     int act;                 /* ACT_NONE, ACT_RELU, ACT_CLIP, ACT_LEAKY, ACT_SIGMOID or ACT_SILU (graph/act.h) */
     float a, b;              /* Clip bounds; LeakyRelu's alpha in a */
     const float *col_bias;   /* col_bias[j] added to column j of C (a MatMul's fused bias), or NULL */
+    /* A residual in C's layout, res[i * ldc + j] added to element (i, j)
+     * after the biases and before the activation (a Conv with its residual
+     * Add fused, passes/fuseres.c), or NULL. Never C's own bytes. */
+    const float *res;
 } fgemm_epi_t;
 
 /* 1 when matrix products go to these kernels (the default), 0 with

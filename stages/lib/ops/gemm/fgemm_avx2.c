@@ -9,6 +9,7 @@
 #include <immintrin.h>
 #include "ops/gemm/fgemm_impl.h"
 #include "ops/gemm/transpose8x8.h"
+#include "ops/elementwise/vmath.h"
 
 #define AT __attribute__((target("avx2,fma")))
 
@@ -337,7 +338,25 @@ AT void fgemm_pack_px_avx(const float *w, int64_t k, float *dst)
  * -6..-9%). Its passes keep 8 accumulators; against the 6-row passes the
  * packed path wins from 128 channels on (alone: 80x80 +1.4%, 40x40 +7.5%,
  * stride 2 +6%; 32 and 64 channels: -7..-15%). */
+/* The residual on a finished tile (fgemm_impl.h): a row 8 columns at a
+ * time, the sum (c + r: one IEEE addition, the Add's bits), then finish's
+ * Relu / LeakyRelu / Clip; Sigmoid and SiLU over the row after it as the
+ * standalone kernels compute them (vmath.h: the same bits at every set). */
+AT static void residual_avx2(float *c, int64_t ldc, int mr, int nr, const float *res, const fgemm_epi_t *e)
+{
+    const fgemm_epi_t act = {.act = e->act, .a = e->a, .b = e->b};
+    __m256 zero = _mm256_setzero_ps();
+    for (int r = 0; r < mr; r++, c += ldc, res += ldc) {
+        for (int j = 0; j < nr; j += 8) {
+            __m256 x = _mm256_add_ps(load_part(c + j, nr - j), load_part(res + j, nr - j));
+            store_part(c + j, finish(x, zero, zero, &act), nr - j);
+        }
+        if (act.act == ACT_SIGMOID) vm_sigmoid_f32(c, c, nr);
+        else if (act.act == ACT_SILU) vm_silu_f32(c, c, nr);
+    }
+}
+
 const fgemm_arch_t fgemm_arch_avx2 = {AVX2_MR, tile_avx2, pack_b, pack_taps, gather_even_avx2, tile_px_avx2, 0,
-                                      fgemm_pack_px_avx, 64 * 9};
+                                      fgemm_pack_px_avx, 64 * 9, residual_avx2};
 
 #endif

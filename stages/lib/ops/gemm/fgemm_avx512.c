@@ -351,7 +351,25 @@ KT static void tile_px_avx512(int64_t k, const float *const *px, const int32_t *
                   n3, pix);
 }
 
+/* The residual on a finished tile (fgemm_impl.h): a row 16 columns at a
+ * time, the sum (r + c: one IEEE addition, the Add's bits), then finish's
+ * Relu and finish_act's other activations (the standalone kernels' bits,
+ * as in the tiles). */
+KT static void residual_avx512(float *c, int64_t ldc, int mr, int nr, const float *res, const fgemm_epi_t *e)
+{
+    const fgemm_epi_t act = {.act = e->act, .a = e->a, .b = e->b};
+    __m512 zero = _mm512_setzero_ps();
+    for (int r = 0; r < mr; r++, c += ldc, res += ldc)
+        for (int j = 0; j < nr; j += 16) {
+            __mmask16 m = lanes_lo(nr - j);
+            __m512 x = _mm512_add_ps(_mm512_maskz_loadu_ps(m, c + j), _mm512_maskz_loadu_ps(m, res + j));
+            x = finish(x, zero, zero, &act);
+            if (act_deferred(&act)) x = finish_act(x, &act);
+            _mm512_mask_storeu_ps(c + j, m, x);
+        }
+}
+
 const fgemm_arch_t fgemm_arch_avx512 = {FG_MR, tile_avx512, pack_b, pack_taps, gather_even_avx512,
-                                        tile_px_avx512, 1, fgemm_pack_px_avx, 0};
+                                        tile_px_avx512, 1, fgemm_pack_px_avx, 0, residual_avx512};
 
 #endif

@@ -4,7 +4,9 @@
  * the same blocked order -- k cut into blocks of FG_KB steps from k = 0,
  * each block one FMA chain from zero, the blocks' sums added in order
  * (((b0 + b1) + b2) + ...) -- then + row bias, + column bias, then the
- * activation (fgemm_finish_one), so the bits never depend on the set.
+ * activation (fgemm_finish_one), so the bits never depend on the set. A
+ * residual is added to the stored tile after the biases and before the
+ * activation (fgemm_tile_post), the same on every set.
  *
  * The tile is the set's mr rows (at most FG_MR) x FG_NR columns of C. B
  * (or the convolution's column matrix) comes packed: FG_KC steps of FG_NR
@@ -56,7 +58,7 @@ typedef struct fgemm_arch {
     void (*tile_px)(int64_t k, const float *const *px, const int32_t *koff, const float *wp, float *y, int64_t ldy,
                     int npix, int noc, const float *bias, const fgemm_epi_t *e);
     /* 1 where the tiles apply Sigmoid and SiLU themselves (in registers);
-     * 0: they store the tile with its bias and fgemm_tile_sigmoid follows. */
+     * 0: they store the tile with its bias and fgemm_tile_post follows. */
     int tile_sigmoid;
     /* fconv_px's packed weights of one whole block of 32 output channels
      * (see pack_block in fconv_px.c), or NULL (the plain loop packs). */
@@ -64,6 +66,11 @@ typedef struct fgemm_arch {
     /* The largest k (input channels x taps) where tile_px beats the packed
      * path (measured), or 0: any. */
     int64_t px_max_k;
+    /* fgemm_tile_post's residual in vector registers: rows [0, mr) x [0, nr)
+     * of a finished tile c += res (both rows ldc apart), then e's
+     * activation, every one of them, with the formulas of the standalone
+     * kernels; or NULL (fgemm_tile_post's loops in C: the same bits). */
+    void (*residual)(float *c, int64_t ldc, int mr, int nr, const float *res, const fgemm_epi_t *e);
 } fgemm_arch_t;
 
 extern const fgemm_arch_t fgemm_arch_generic;
@@ -76,9 +83,13 @@ void fgemm_pack_px_avx(const float *w, int64_t k, float *dst);
 
 /* The kernels of the instruction set in use (util/isa.h). */
 const fgemm_arch_t *fgemm_arch(void);
-/* Sigmoid or SiLU (e->act) on rows [0, mr) x [0, nr) of a finished tile
- * of C; nothing for other activations. */
-void fgemm_tile_sigmoid(float *c, int64_t ldc, int mr, int nr, const fgemm_epi_t *e);
+/* The epilogue the tiles leave, on rows [0, mr) x [0, nr) of a finished
+ * tile of C (rows ldc apart): with a residual (res: the tile's first
+ * element's, rows ldc apart) the tiles ran fgemm_epi_tile(e) -- no
+ * activation -- and this adds res, then applies e's activation; without
+ * one, Sigmoid or SiLU where the set's tiles leave them, else nothing. */
+fgemm_epi_t fgemm_epi_tile(const fgemm_epi_t *e);
+void fgemm_tile_post(float *c, int64_t ldc, int mr, int nr, const float *res, const fgemm_epi_t *e);
 
 /* Packed panels kept across calls in a node's cache slot (a constant
  * operand's: a MatMul's B, a convolution's weights): the rows (n or m) and

@@ -445,6 +445,14 @@ static int conv_implicit(op_ctx_t *c, const nn_geom_t *g, const conv_plan_t *p, 
     return rc == 0;
 }
 
+/* Whether the fused residual (op_ctx_t.residual) is one the epilogue can
+ * add: float32, one value per output element, in bytes of its own. */
+static int residual_fits(const op_ctx_t *c)
+{
+    const tensor_t *r = c->residual, *y = c->out[0];
+    return r && r->dtype == DT_FLOAT && tensor_numel(r) == tensor_numel(y) && r->data != y->data;
+}
+
 /* The GEMM paths, a band of rows at a time. Conv: im2col, then
  * W[mg x cg*k] * col. ConvTranspose: col = W^T[mg*k x cg] * X, then
  * col2im. In both, g.out is the side the column matrix's columns index. */
@@ -466,13 +474,20 @@ static int conv_bands(op_ctx_t *c, const conv_plan_t *p, int transposed)
     const tensor_t *bt = c->n_in > 2 ? c->in[2] : NULL;
     int own = !transposed && dt == DT_FLOAT && fgemm_available();
     fgemm_epi_t epi = {0};
-    if (own) c->act_done = fgemm_epi_act(&epi, c->node);
+    /* a fused residual in the epilogue too, before the activation; where
+     * it cannot be, the executor adds it and then applies the activation
+     * (ops/run.c), so the tiles must not */
+    int take_res = own && residual_fits(c);
+    if (own && (!c->residual || take_res)) c->act_done = fgemm_epi_act(&epi, c->node);
+    c->res_done = take_res;
+    const float *res = take_res ? c->residual->data : NULL;
     for (int64_t n = 0; n < p->n && !rc; n++)
         for (int64_t gi = 0; gi < p->group && !rc; gi++) {
             const char *xg = x + (n * p->cin + gi * p->cg) * p->isz * es;
             const char *wg = w + gi * p->mg * p->cg * p->kvol * es;
             char *yg = y + (n * p->m + gi * p->mg) * p->osz * es;
             epi.bias = bt ? (const float *)bt->data + gi * p->mg : NULL;
+            epi.res = res ? res + (n * p->m + gi * p->mg) * p->osz : NULL;
             if (own && !pointwise && conv_implicit(c, &p->g, p, (const float *)wg, (const float *)xg, (float *)yg, &epi))
                 continue;
             if (pointwise && own) {
@@ -493,8 +508,10 @@ static int conv_bands(op_ctx_t *c, const conv_plan_t *p, int transposed)
                 } else {
                     run_cols(dt, &p->g, p->cg, r0, r1, xg, col, 0);
                     if (own) {
+                        fgemm_epi_t be = epi;   /* the band's rows of the residual */
+                        be.res = epi.res ? epi.res + r0 * ow : NULL;
                         fgemm(p->mg, nc, ck, (const float *)wg, ck, (const float *)col, nc,
-                              (float *)(yg + r0 * ow * es), p->osz, &epi);
+                              (float *)(yg + r0 * ow * es), p->osz, &be);
                         continue;
                     }
                     rc = nn_gemm(dt, 0, 0, p->mg, nc, ck, 1.0, wg, ck, col, nc, 0.0, yg + r0 * ow * es, p->osz);
