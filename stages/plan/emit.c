@@ -418,13 +418,15 @@ static void emit_selection(plan_out_t *o, const char *dir)
                  "echo 'validate: %s: nothing changed since the last run'; fi; touch '%s/.validated'\n",
               dir, M, dir, M, dir);
     /* what the run keeps in build/NAME, said where it ends: the outputs, the
-     * engines and the layerwise dumps (held to dump.budget) */
+     * engines and the layerwise dumps (held to dump.budget together), and the
+     * preprocessed inputs, which the budget does not count */
     char budget[64];
     snprintf(budget, sizeof budget, "%.0f", m->dump_budget / 1e6);
     mk_printf(o, "\t@mb() { du -scb \"$$@\" 2>/dev/null | awk 'END { printf \"%%.1f\", $$1 / 1e6 }'; }; "
-                 "echo \"validate: %s: %s takes $$(mb '%s') MB: outputs $$(mb '%s'/cells/*/out) MB, engines $$(mb '%s'/engines/*.engine) MB, "
-                 "layerwise dumps $$(mb '%s'/cells/*/dump '%s'/cells/*/local) MB, inputs $$(mb '%s'/pre) MB, of the %s MB budget (dump.budget)\"\n",
-              M, dir, dir, dir, dir, dir, dir, dir, budget);
+                 "echo \"validate: %s: %s takes $$(mb '%s') MB: outputs $$(mb '%s'/cells/*/out) MB, engines $$(mb '%s'/engines/*.engine) MB and "
+                 "layerwise dumps $$(mb '%s'/cells/*/dump '%s'/cells/*/local) MB, together $$(mb '%s'/cells/*/out '%s'/engines/*.engine '%s'/cells/*/dump '%s'/cells/*/local) MB "
+                 "of the %s MB budget (dump.budget); preprocessed inputs $$(mb '%s'/pre) MB, not counted\"\n",
+              M, dir, dir, dir, dir, dir, dir, dir, dir, dir, dir, budget, dir);
     mk_printf(o, "\t@$(PARITY_BIN)/report --timing '%s/timing.jsonl'\n", dir);
     mk_printf(o, "\t@$(PARITY_BIN)/report --verdict 'reports/%s/results.json' || true\n\n", M);
     /* phony: its recipe runs once in every make run that runs a timed stage, first */
