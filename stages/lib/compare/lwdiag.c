@@ -234,7 +234,7 @@ static void find_worst_output(lw_sample_t *s, const lw_layers_t *L)
  * feeds a judged one (its own figures are never the outputs' headline). */
 void lw_mark_shown_only(lw_sample_t *s, const lw_layers_t *L, const cmp_config_t *cfg)
 {
-    if (!cfg->n_judge && !cfg->n_ignore) return;
+    if (!name_sel_narrows(&cfg->sel)) return;
     char *feeds = xcalloc((size_t)L->n + 1, 1);
     int *stack = xmalloc((size_t)(L->n + 1) * sizeof *stack), top = 0;
     for (int i = 0; i < s->n; i++) {

@@ -338,8 +338,9 @@ json_t *report_json(const cmp_report_t *rep)
     }
     json_object_set_new(o, "per_tensor", over);
     json_t *jg = json_array(), *ig = json_array();
-    for (int i = 0; i < rep->cfg->n_judge; i++) json_array_append_new(jg, json_string(rep->cfg->judge[i]));
-    for (int i = 0; i < rep->cfg->n_ignore; i++) json_array_append_new(ig, json_string(rep->cfg->ignore[i]));
+    const name_sel_t *sel = &rep->cfg->sel;
+    for (int i = 0; i < sel->n_judge; i++) json_array_append_new(jg, json_string(sel->judge[i]));
+    for (int i = 0; i < sel->n_ignore; i++) json_array_append_new(ig, json_string(sel->ignore[i]));
     json_object_set_new(o, "judge", jg);
     json_object_set_new(o, "ignore", ig);
     counts_t c = count(rep);

@@ -1,12 +1,10 @@
 /* run.c — the comparison loop (run.h): tolerances per tensor, sample and
  * tensor matching, one pair in memory at a time. */
-#include <fnmatch.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include "compare/run.h"
 #include "io/trtexec.h"
-#include "util/namesel.h"
 
 /* ---- tolerances ------------------------------------------------------------ */
 
@@ -50,42 +48,29 @@ cmp_tol_t cmp_config_tol(const cmp_config_t *c, const char *name)
 {
     cmp_tol_t t = c->tol;
     for (int i = 0; i < c->n_over; i++)
-        if (!strcmp(c->over[i].pattern, name) || fnmatch(c->over[i].pattern, name, 0) == 0) {
+        if (name_sel_match(c->over[i].pattern, name)) {
             t.atol = c->over[i].atol;
             t.rtol = c->over[i].rtol;
         }
     return t;
 }
 
-static int glob_match(const char *pattern, const char *name)
-{
-    return !strcmp(pattern, name) || fnmatch(pattern, name, 0) == 0;
-}
-
 /* the selection lives in util/namesel.c, shared with infer's choice of what to keep */
-static name_sel_t config_sel(const cmp_config_t *c)
-{
-    return (name_sel_t){.judge = c->judge, .ignore = c->ignore, .n_judge = c->n_judge, .n_ignore = c->n_ignore};
-}
-
 void cmp_config_add_glob(cmp_config_t *c, int ignore, const char *glob)
 {
-    name_sel_t s = config_sel(c);
-    name_sel_add(&s, ignore, glob);
-    c->judge = s.judge, c->ignore = s.ignore, c->n_judge = s.n_judge, c->n_ignore = s.n_ignore;
+    name_sel_add(&c->sel, ignore, glob);
 }
 
 int cmp_config_judged(const cmp_config_t *c, const char *name)
 {
-    name_sel_t s = config_sel(c);
-    return name_sel_judged(&s, name);
+    return name_sel_judged(&c->sel, name);
 }
 
 int cmp_check_judged(const cmp_config_t *c, const cmp_report_t *rep, perr_t *e)
 {
-    for (int i = 0; i < c->n_judge; i++) {
+    for (int i = 0; i < c->sel.n_judge; i++) {
         int hit = 0;
-        for (int k = 0; k < rep->n && !hit; k++) hit = rep->r[k].name && glob_match(c->judge[i], rep->r[k].name);
+        for (int k = 0; k < rep->n && !hit; k++) hit = rep->r[k].name && name_sel_match(c->sel.judge[i], rep->r[k].name);
         if (hit) continue;
         char names[512] = "";
         size_t l = 0;
@@ -93,7 +78,7 @@ int cmp_check_judged(const cmp_config_t *c, const cmp_report_t *rep, perr_t *e)
             if (rep->r[k].name && !strstr(names, rep->r[k].name))
                 l += (size_t)snprintf(names + l, sizeof names - l, "%s%s", l ? ", " : "", rep->r[k].name);
         return BAD(e, "--judge '%s' (the outputs the application reads) names no tensor of %s (its tensors: %s)",
-                   c->judge[i], rep->b->path, names);
+                   c->sel.judge[i], rep->b->path, names);
     }
     for (int k = 0; k < rep->n; k++)
         if (!rep->r[k].unjudged) return 0;
@@ -102,10 +87,7 @@ int cmp_check_judged(const cmp_config_t *c, const cmp_report_t *rep, perr_t *e)
 
 void cmp_config_free(cmp_config_t *c)
 {
-    for (int i = 0; i < c->n_judge; i++) free(c->judge[i]);
-    for (int i = 0; i < c->n_ignore; i++) free(c->ignore[i]);
-    free(c->judge);
-    free(c->ignore);
+    name_sel_free(&c->sel);
     for (int i = 0; i < c->n_over; i++) free(c->over[i].pattern);
     free(c->over);
     memset(c, 0, sizeof *c);

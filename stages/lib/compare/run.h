@@ -8,6 +8,7 @@
 
 #include "compare/metrics.h"
 #include "compare/source.h"
+#include "util/namesel.h"
 
 /* --per-tensor NAME=atol,rtol (NAME may be a glob; the last match wins). */
 typedef struct cmp_override {
@@ -20,8 +21,7 @@ typedef struct cmp_config {
     int n_over;
     cmp_override_t *over;
     double layer_snr_db;      /* layerwise: > 0 judges layers by SNR (dB) instead of tol */
-    char **judge, **ignore;   /* --judge / --ignore globs: which outputs count (cmp_config_judged) */
-    int n_judge, n_ignore;
+    name_sel_t sel;           /* --judge / --ignore globs: which outputs count (cmp_config_judged) */
 } cmp_config_t;
 
 void cmp_config_init(cmp_config_t *c);

@@ -6,8 +6,7 @@
 #include "util/namesel.h"
 #include "util/err.h"
 
-/* An exact name first: ONNX names may hold glob characters ('[') */
-static int name_match(const char *pattern, const char *name)
+int name_sel_match(const char *pattern, const char *name)
 {
     return !strcmp(pattern, name) || fnmatch(pattern, name, 0) == 0;
 }
@@ -23,8 +22,8 @@ void name_sel_add(name_sel_t *s, int ignore, const char *glob)
 int name_sel_judged(const name_sel_t *s, const char *name)
 {
     int judged = s->n_judge == 0;
-    for (int i = 0; i < s->n_judge && !judged; i++) judged = name_match(s->judge[i], name);
-    for (int i = 0; i < s->n_ignore && judged; i++) judged = !name_match(s->ignore[i], name);
+    for (int i = 0; i < s->n_judge && !judged; i++) judged = name_sel_match(s->judge[i], name);
+    for (int i = 0; i < s->n_ignore && judged; i++) judged = !name_sel_match(s->ignore[i], name);
     return judged;
 }
 

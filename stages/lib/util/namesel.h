@@ -10,6 +10,9 @@ typedef struct name_sel {
     int n_judge, n_ignore;
 } name_sel_t;
 
+/* One name against one pattern: the exact name first (ONNX names may hold
+ * glob characters such as '['), else fnmatch. */
+int name_sel_match(const char *pattern, const char *name);
 void name_sel_add(name_sel_t *s, int ignore, const char *glob);
 /* Judged: matches a judge pattern (any name, when none is given) and no ignore pattern. */
 int name_sel_judged(const name_sel_t *s, const char *name);
