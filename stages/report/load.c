@@ -351,13 +351,15 @@ static void judge_cells(report_t *r)
         r->failed += !r->checks[k].passed && !r->checks[k].expected;
         r->n_unjudged += !r->checks[k].judged;
     }
-    /* Nothing judged is never a PASS, but for a run of the reference alone
-     * (make validate PRECISIONS=fp32): what the others are judged against
-     * has nothing to be compared with, which the verdict says. */
+    /* Nothing judged is never a PASS, a run of the reference alone (make
+     * validate PRECISIONS=fp32 on a one-variant model) included: what the
+     * others are judged against had nothing to be compared with, and the
+     * verdict says that, and how to judge something, rather than a bare
+     * "nothing judged". */
     if (!r->n_checks) {
         r->reference_only = r->n_cells > 0;
         for (int i = 0; i < r->n_cells; i++) r->reference_only &= r->cells[i].is_reference;
-        r->failed = !r->reference_only;
+        r->failed = 1;
     }
     verdict_line(r);
 }
@@ -391,8 +393,8 @@ static void verdict_line(report_t *r)
     char *v = r->verdict;
     int fails = r->failed - r->n_xpass;   /* XPASS adds one failing check per cell */
     if (r->reference_only) {
-        n = cat(v, n, cap, "PASS — reference only: %s is what the other cells are judged against, and no other cell "
-                "ran, so nothing was compared", r->cells[0].name);
+        n = cat(v, n, cap, "FAIL — nothing judged, reference only: %s is what the other cells are judged against, and "
+                "no other cell ran, so nothing was compared", r->cells[0].name);
         if (r->cells[0].mtext[0]) n = cat(v, n, cap, " (%s)", r->cells[0].mtext);
         else if (r->cells[0].ap >= 0) n = cat(v, n, cap, " (its %s: %.1f)", r->ap_name ? r->ap_name : "AP", 100 * r->cells[0].ap);
         cat(v, n, cap, "; add a precision or variant to judge one");

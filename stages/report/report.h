@@ -55,7 +55,7 @@ typedef struct report {
     int n_unjudged;         /* checks that judged nothing (counted in failed) */
     int n_xfail, n_xpass;   /* cells */
     int reference_only;     /* no check, and every cell given is the reference (PRECISIONS=fp32): nothing to
-                               compare it with, said so; not a failure (judge_cells) */
+                               compare it with: a failure all the same, said why (judge_cells) */
     char verdict[1024];     /* "PASS — 2 expected failures: letterbox-naive (−60.2 AP), ..." */
     char kernels[96];       /* the kernels the cells ran on (infer's stats: "avx2", "blas on avx512"), "" if unknown */
     const char *task, *task_metric;   /* plan.json's task and headline metric, or NULL */

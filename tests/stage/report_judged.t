@@ -87,14 +87,15 @@ ok(p.returncode == 0 and res["verdict"] == "PASS" and res["checks_not_judged"] =
    and all(k["judged"] for k in res["checks"]), "control: the plan with judged results passes", p.stderr + json.dumps(res)[:400])
 
 # the reference alone (make validate PRECISIONS=fp32, issue 34): no check applies to it (its finite
-# check needs a compare result), and there is nothing to compare it with: the verdict says so and
-# the run does not fail for it; JUnit marks it skipped, not failed
+# check needs a compare result), and there is nothing to compare it with. Nothing judged is never a
+# PASS: the run fails, and the verdict says why (reference only) and how to judge something
 p, res, junit, v = run_report(plan("good", judged_ok, mapj(0.6)), "ref-only", "v__fp32")
-ok(p.returncode == 0 and res["verdict"] == "PASS" and res.get("reference_only") is True and res["checks_total"] == 0
+ok(p.returncode == 0 and res["verdict"] == "FAIL" and res.get("reference_only") is True and res["checks_total"] == 0
    and "reference only" in res["verdict_line"] and "v__fp32" in res["verdict_line"] and "nothing was compared" in res["verdict_line"]
-   and "AP: 60.0" in res["verdict_line"] and v.returncode == 0 and "reference only" in v.stdout
-   and not list(junit.iter("failure")) and [t for t in junit.iter("skipped")],
-   "the reference cell alone: PASS, reference only, nothing compared, its AP named (results.json, JUnit skipped, --verdict)",
+   and "AP: 60.0" in res["verdict_line"] and "add a precision or variant" in res["verdict_line"]
+   and v.returncode == 1 and "reference only" in v.stdout
+   and [t for t in junit.iter("failure") if t.get("type") == "not-judged"] and not list(junit.iter("skipped")),
+   "the reference cell alone: FAIL, reference only, nothing compared, its AP named, how to judge one (results.json, JUnit failure, --verdict)",
    json.dumps(res)[:600])
 
 # nothing to judge at all and not the reference: a cell whose checks are none still fails
