@@ -1,8 +1,9 @@
 /* infer — runs an engine on input tensor sets.
  *
- *   infer ENGINE -i IN -o OUT [--dump all|GLOB [--dump-budget BYTES | --dump-like DUMP]]
+ *   infer ENGINE -i IN -o OUT [--stats stats.json] [-i IN2 -o OUT2 [--stats S2]]...
+ *         [--dump all|GLOB [--dump-budget BYTES | --dump-like DUMP]]
  *         [--threads N] [--runs N]
- *         [--reference REF_DUMP] [--stats stats.json] [--profile profile.json]
+ *         [--reference REF_DUMP] [--profile profile.json]
  *         [--warmup N] [--judge GLOB]... [--ignore GLOB]... [--show-sample NAME]
  *
  * IN is one tensor set (a folder of .npy/.pb files) or a folder of them, one
@@ -12,7 +13,11 @@
  * Outputs are identical for any thread count. Each output folder appears
  * only when complete. --judge/--ignore name the outputs the comparison
  * judges: only those are written for every sample, the others for the
- * sample the report shows (issue 34: disk use at 1024x1024).
+ * sample the report shows (issue 34: disk use at 1024x1024). Several
+ * -i/-o pairs run in one session, each sample beside the first set's
+ * sample of the same name: where it differs from that one only in some
+ * inputs, only the layers they reach run again (run.c; issue 41: the
+ * matrix's variants that differ only in an input read at the graph's end).
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -33,6 +38,9 @@ static const char usage[] =
     "usage: infer ENGINE -i IN -o OUT [options]\n"
     "  -i, --input IN           a tensor set, or a folder of them (one per sample)\n"
     "  -o, --output OUT         output tensor set(s), mirroring IN\n"
+    "                           -i/-o again (and --stats, once per pair or never): more sets in the\n"
+    "                           same session; a sample that differs from the first set's sample of\n"
+    "                           its name only in some inputs reruns only the layers they reach\n"
     "      --dump all|GLOB      also write intermediate tensors (by tensor name)\n"
     "      --dump-budget BYTES  write at most BYTES per sample (graph outputs, always written,\n"
     "                           included): every k-th dumped tensor in execution order, k the\n"
@@ -52,7 +60,7 @@ static const char usage[] =
     "      --ignore GLOB        an output not judged (repeatable)\n"
     "      --show-sample NAME   the sample whose every output is written (default: the first)\n"
     "      --reference DUMP     run each layer on the reference dump's inputs (local error)\n"
-    "      --stats FILE         latency statistics (JSON)\n"
+    "      --stats FILE         latency statistics (JSON): of the layers run, where a set reran part\n"
     "      --profile FILE       per-layer times (JSON, laid out as trtexec --exportProfile)\n"
     "      --isa LEVEL          avx512, avx2 or generic: cap the kernels' instruction set\n"
     "                           [PARITY_ISA, else the CPU's best]; the same bits at every level\n"
@@ -61,6 +69,12 @@ static const char usage[] =
     "  @FILE                    more arguments, from FILE: a JSON array of strings (plan's .args)\n"
     "  -h, --help | -V, --version\n"
     "Exit: 0 done, 2 bad usage or bad input, 3 internal error.\n";
+
+static void add_path(const char ***v, int *n, const char *p)
+{
+    *v = xrealloc(*v, (size_t)(*n + 1) * sizeof **v);
+    (*v)[(*n)++] = p;
+}
 
 int main(int argc, char **argv)
 {
@@ -83,13 +97,15 @@ int main(int argc, char **argv)
     exec_config_t xc = {.threads = 1};
     const char *reference = NULL;
     const char *isa = NULL, *kernels = NULL;
+    const char **ins = NULL, **outs = NULL, **stats = NULL;
+    int n_ins = 0, n_outs = 0, n_stats = 0;
     name_sel_t keep = {0};
     int c;
     args_expand("infer", &argc, &argv);
     while ((c = getopt_long(argc, argv, "i:o:hV", longopts, NULL)) != -1) {
         switch (c) {
-        case 'i': job.in = optarg; break;
-        case 'o': job.out = optarg; break;
+        case 'i': add_path(&ins, &n_ins, optarg); break;
+        case 'o': add_path(&outs, &n_outs, optarg); break;
         case 'd': xc.dump = optarg; break;
         case 't': xc.threads = (int)opt_int("infer", "--threads", optarg, 1, 256); break;
         case 'r': job.runs = (int)opt_int("infer", "--runs", optarg, 1, 1000000); break;
@@ -107,7 +123,7 @@ int main(int argc, char **argv)
         case 'E': rb->engines = (int)opt_int("infer", "--engines", optarg, 0, 1 << 20); break;
         case 'C': rb->cells = (int)opt_int("infer", "--cells", optarg, 0, 1 << 20); break;
         case 'M': rb->samples = (int)opt_int("infer", "--samples", optarg, 0, 1 << 30); break;
-        case 's': job.stats = optarg; break;
+        case 's': add_path(&stats, &n_stats, optarg); break;
         case 'P': job.profile = optarg; break;
         case 'I': isa = optarg; break;
         case 'K': kernels = optarg; break;
@@ -117,7 +133,17 @@ int main(int argc, char **argv)
         }
     }
     if (optind != argc - 1) die_usage("infer", "expected exactly one ENGINE");
-    if (!job.in || !job.out) die_usage("infer", "missing -i IN or -o OUT");
+    if (!n_ins || !n_outs) die_usage("infer", "missing -i IN or -o OUT");
+    if (n_ins != n_outs) die_usage("infer", "%d -i and %d -o: give one -o for each -i", n_ins, n_outs);
+    if (n_stats && n_stats != n_ins) die_usage("infer", "%d --stats for %d -i: give one for each -i, or none", n_stats, n_ins);
+    if (n_ins > 1 && (xc.dump || reference || job.profile))
+        die_usage("infer", "several -i/-o pairs: not with --dump, --reference or --profile (one set each)");
+    job.n_sets = n_ins;
+    job.sets = xcalloc((size_t)n_ins, sizeof *job.sets);
+    for (int k = 0; k < n_ins; k++) job.sets[k] = (infer_set_t){ins[k], outs[k], n_stats ? stats[k] : NULL};
+    for (int k = 0; k < n_ins; k++)
+        for (int j = 0; j < k; j++)
+            if (!strcmp(outs[j], outs[k])) die_usage("infer", "-o %s given twice", outs[k]);
     if ((job.dump.budget >= 0 || job.dump.like) && !xc.dump) die_usage("infer", "--dump-budget and --dump-like need --dump");
     if (job.dump.budget >= 0 && job.dump.like) die_usage("infer", "--dump-budget and --dump-like: give one");
     if (rb->bytes >= 0 && (job.dump.budget >= 0 || job.dump.like || !xc.dump))
@@ -139,5 +165,9 @@ int main(int argc, char **argv)
     if (infer_all(g, &xc, &job, &e)) perr_die("infer", &e);
     graph_free(g);
     name_sel_free(&keep);
+    free(job.sets);
+    free(ins);
+    free(outs);
+    free(stats);
     return 0;
 }

@@ -1,5 +1,16 @@
-/* run.c — infer over one tensor set or a folder of samples, with latency
- * statistics. Each sample's output folder is staged and swapped in whole. */
+/* run.c — infer over tensor sets or folders of samples, with latency
+ * statistics. Each sample's output folder is staged and swapped in whole;
+ * a folder of samples appears only when all of them are done.
+ *
+ * Several sets (-i/-o given more than once) run in one session, sample by
+ * sample: the first set's sample, then each later set's sample of the same
+ * name. Where such a sample differs from the first set's only in some of
+ * the graph's inputs, the first run keeps the values the rest of the graph
+ * hands to the layers those inputs reach, and the later run runs only
+ * those layers (engine/share.c): the validation matrix's letterbox and
+ * letterbox-naive variants make the same images and differ only in the
+ * orig_target_sizes RT-DETR reads in its last 6 nodes. The outputs are the
+ * bytes separate runs write (tests/stage/infer_share.t). */
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,6 +53,27 @@ static int is_single_set(const char *dir)
     return found;
 }
 
+/* One sample of one set: where it is read and written, what it says. */
+typedef struct sample {
+    char *name;          /* "." for a set that is one tensor set */
+    char *in, *out;      /* out: inside the set's staged folder */
+    char *where;         /* the output folder as said on stderr, or NULL */
+    int shown;           /* the sample the report shows */
+    int done;
+    json_t *stats;       /* its latency figures, once run */
+} sample_t;
+
+/* A set's samples in the order its folder lists them. */
+typedef struct set_state {
+    const infer_set_t *set;
+    int single;
+    char *stage;         /* a folder of samples: the staged output folder */
+    sample_t *s;
+    int n;
+    int shared;          /* samples that ran on a kept run's values */
+    int cursor;          /* the first sample a later lead name can match (names are sorted) */
+} set_state_t;
+
 /* What every sample of a job runs with. */
 typedef struct infer_ctx {
     exec_session_t *s;
@@ -50,57 +82,190 @@ typedef struct infer_ctx {
     const infer_job_t *job;
     double *times;      /* job->runs entries: the last sample's run times */
     double *layer_ms;   /* --profile: every timed run's layer times added up */
+    exec_share_t *share;   /* the last share planned (its varying inputs) */
 } infer_ctx_t;
 
-/* Runs one sample: warmup untimed runs (outside the per-layer profile too),
- * then timed ones into c->times. */
-static int run_sample(const infer_ctx_t *c, const char *in, const char *out, const char *ref,
-                      const dump_limit_t *lim, perr_t *e)
+static void add_sample(set_state_t *st, const char *name, char *in, char *out, char *where, int shown)
 {
-    tensor_set_t inputs, refset = {0};
-    if (tensorset_read(in, &inputs, e)) return -1;
-    if (ref && tensorset_read(ref, &refset, e)) { tensorset_free(&inputs); return -1; }
-    if (ref && refset.n == 0) {   /* every layer would silently run on its own inputs */
-        tensorset_free(&inputs);
-        return BAD(e, "%s: the reference dump holds no tensors", ref);
+    st->s = xrealloc(st->s, (size_t)(st->n + 1) * sizeof *st->s);
+    st->s[st->n++] = (sample_t){.name = xstrdup(name), .in = in, .out = out, .where = where, .shown = shown};
+}
+
+/* The set's samples; a folder of samples gets its staged output folder. */
+static int open_set(const infer_job_t *job, const infer_set_t *set, set_state_t *st, perr_t *e)
+{
+    *st = (set_state_t){.set = set};
+    if (!is_dir(set->in)) return BAD(e, "%s: input is not a folder", set->in);
+    if (is_single_set(set->in)) {   /* one tensor set: it is the sample */
+        st->single = 1;
+        add_sample(st, ".", xstrdup(set->in), xstrdup(set->out), NULL, 1);
+        return 0;
     }
-    const exec_run_opts_t warm = {.reference = ref ? &refset : NULL},
-                          timed = {.reference = warm.reference, .layer_ms = c->layer_ms};
+    char **names;
+    int n = list_dir(set->in, &names, e);
+    if (n < 0) return -1;
+    /* the samples' outputs appear together or not at all: a bad sample
+     * leaves no output folder with the good ones in it */
+    st->stage = dir_stage_begin(set->out, e);
+    for (int i = 0; i < n && st->stage; i++) {
+        char *in = path_join(set->in, names[i]);
+        if (!is_dir(in)) { free(in); continue; }
+        /* the first sample folder is shown unless --show-sample names one */
+        int shown = job->show_sample ? !strcmp(names[i], job->show_sample) : st->n == 0;
+        add_sample(st, names[i], in, path_join(st->stage, names[i]), path_join(set->out, names[i]), shown);
+    }
+    free_list(names, n);
+    if (!st->stage) return -1;
+    if (st->n == 0) return BAD(e, "%s: no tensor set found (no .npy/.pb files, no sample folders)", set->in);
+    return 0;
+}
+
+static void close_set(set_state_t *st, int commit, int *rc, perr_t *e)
+{
+    if (st->stage && commit && !*rc) *rc = dir_stage_commit(st->stage, st->set->out, e);
+    else if (st->stage) { remove_tree(st->stage); free(st->stage); }
+    for (int i = 0; i < st->n; i++) {
+        free(st->s[i].name);
+        free(st->s[i].in);
+        free(st->s[i].out);
+        free(st->s[i].where);
+        json_decref(st->s[i].stats);
+    }
+    free(st->s);
+}
+
+/* Sample i of st's read inputs (and the reference dump's, if any). */
+static int read_sample(const infer_ctx_t *c, const set_state_t *st, int i, tensor_set_t *in, tensor_set_t *ref, perr_t *e)
+{
+    *ref = (tensor_set_t){0};
+    if (tensorset_read(st->s[i].in, in, e)) return -1;
+    if (!c->job->reference) return 0;
+    char *rp = st->single ? xstrdup(c->job->reference) : path_join(c->job->reference, st->s[i].name);
+    int rc = tensorset_read(rp, ref, e);
+    if (!rc && ref->n == 0) rc = BAD(e, "%s: the reference dump holds no tensors", rp);   /* every layer would run on its own inputs */
+    free(rp);
+    if (rc) tensorset_free(in);
+    return rc;
+}
+
+/* Runs sample i of st on its read inputs: warmup untimed runs (outside the
+ * per-layer profile too), then timed ones into c->times, the last one
+ * keeping into or reusing a share; then writes its outputs. */
+static int run_sample(const infer_ctx_t *c, set_state_t *st, int i, const tensor_set_t *inputs,
+                      const tensor_set_t *refset, exec_share_t *keep, const exec_share_t *reuse, perr_t *e)
+{
+    sample_t *sm = &st->s[i];
+    const tensor_set_t *ref = c->job->reference ? refset : NULL;
+    int layers = 0;
+    const exec_run_opts_t warm = {.reference = ref, .keep = keep, .reuse = reuse},
+                          timed = {.reference = ref, .layer_ms = c->layer_ms, .keep = keep, .reuse = reuse,
+                                   .layers_run = &layers};
     int rc = 0;
     tensor_set_t outputs = {0};
     for (int r = 0; r < c->job->warmup && !rc; r++) {
-        rc = exec_session_run(c->s, &inputs, &warm, &outputs, e);
+        rc = exec_session_run(c->s, inputs, &warm, &outputs, e);
         tensorset_free(&outputs);
     }
     for (int r = 0; r < c->job->runs && !rc; r++) {
         tensorset_free(&outputs);
         double t0 = now_ms();
-        rc = exec_session_run(c->s, &inputs, &timed, &outputs, e);
+        rc = exec_session_run(c->s, inputs, &timed, &outputs, e);
         c->times[r] = now_ms() - t0;
     }
-    if (rc) perr_prefix(e, "%s: ", in);
-    char *tmp = rc ? NULL : dir_stage_begin(out, e);
+    if (rc) perr_prefix(e, "%s: ", sm->in);
+    dump_limit_t lim = c->job->dump;
+    char *like = !st->single && lim.like ? path_join(lim.like, sm->name) : NULL;
+    if (like) lim.like = like;
+    if (sm->where) lim.where = sm->where;
+    lim.shown = sm->shown;
+    char *tmp = rc ? NULL : dir_stage_begin(sm->out, e);
     if (!rc && !tmp) rc = -1;
-    if (!rc && c->cfg->dump) dump_select(c->g, &outputs, lim, out);
-    else if (!rc) outputs_select(c->g, &outputs, lim);
+    if (!rc && c->cfg->dump) dump_select(c->g, &outputs, &lim, sm->out);
+    else if (!rc) outputs_select(c->g, &outputs, &lim);
     if (!rc && tensorset_write(tmp, &outputs, e)) rc = -1;
-    if (!rc) rc = dir_stage_commit(tmp, out, e);
+    if (!rc) rc = dir_stage_commit(tmp, sm->out, e);
     else if (tmp) { remove_tree(tmp); free(tmp); }
     tensorset_free(&outputs);
-    tensorset_free(&inputs);
-    tensorset_free(&refset);
-    return rc;
+    free(like);
+    if (rc) return rc;
+    json_t *s = json_object();
+    qsort(c->times, c->job->runs, sizeof *c->times, cmp_double);
+    int n = c->job->runs;
+    json_object_set_new(s, "min_ms", json_real(c->times[0]));
+    json_object_set_new(s, "median_ms", json_real(n % 2 ? c->times[n / 2] : 0.5 * (c->times[n / 2 - 1] + c->times[n / 2])));
+    json_object_set_new(s, "max_ms", json_real(c->times[n - 1]));
+    json_object_set_new(s, "runs", json_integer(n));
+    json_object_set_new(s, "sample", json_string(sm->name));
+    if (layers < c->g->n_nodes) {   /* a partial rerun: its time is of these layers only */
+        json_object_set_new(s, "layers_run", json_integer(layers));
+        st->shared++;
+    }
+    sm->stats = s;
+    sm->done = 1;
+    return 0;
 }
 
-static json_t *latency_json(double *t, int n)
+/* The graph inputs in which b differs from a, marked in vary; 0 where b can
+ * reuse a run of a: every tensor named, both holding each graph input. */
+static int differing_inputs(const graph_t *g, const tensor_set_t *a, const tensor_set_t *b, unsigned char *vary)
 {
-    qsort(t, n, sizeof *t, cmp_double);
-    json_t *o = json_object();
-    json_object_set_new(o, "min_ms", json_real(t[0]));
-    json_object_set_new(o, "median_ms", json_real(n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2])));
-    json_object_set_new(o, "max_ms", json_real(t[n - 1]));
-    json_object_set_new(o, "runs", json_integer(n));
-    return o;
+    if (a->n != b->n) return 0;
+    for (int i = 0; i < a->n; i++)
+        if (!a->names[i][0] || !b->names[i][0]) return 0;
+    int fixed = 0;
+    for (int k = 0; k < g->n_inputs; k++) {
+        const char *name = g->vals[g->inputs[k]].name;
+        const tensor_t *ta = tensorset_get(a, name), *tb = tensorset_get(b, name);
+        if (!ta || !tb) return 0;
+        if (!tensor_identical(ta, tb)) vary[k] = 1;
+        else fixed++;
+    }
+    return fixed > 0;   /* nothing in common: nothing to reuse */
+}
+
+/* The share for the inputs marked in vary: the last one if it has them. */
+static exec_share_t *share_for(infer_ctx_t *c, const unsigned char *vary)
+{
+    if (c->share && !memcmp(exec_share_vary(c->share), vary, (size_t)c->g->n_inputs)) return c->share;
+    exec_share_free(c->share);
+    c->share = exec_share_plan(c->g, vary);
+    return c->share;
+}
+
+/* Sample i of set 0 (lead), then the same-named not yet run samples of the
+ * later sets, on what its run kept where they can. */
+static int run_group(infer_ctx_t *c, set_state_t *sets, int n_sets, int lead, int i, perr_t *e)
+{
+    const graph_t *g = c->g;
+    int *twin = xcalloc((size_t)n_sets, sizeof *twin);
+    tensor_set_t *in = xcalloc((size_t)n_sets, sizeof *in), *ref = xcalloc((size_t)n_sets, sizeof *ref);
+    unsigned char *vary = xcalloc((size_t)g->n_inputs + 1, 1);
+    int *can = xcalloc((size_t)n_sets, sizeof *can);
+    int rc = read_sample(c, &sets[lead], i, &in[lead], &ref[lead], e), any = 0;
+    for (int k = lead + 1; k < n_sets && !rc && lead == 0; k++) {
+        /* list_dir sorts names: one walk over each set finds the twins */
+        set_state_t *t = &sets[k];
+        while (t->cursor < t->n && strcmp(t->s[t->cursor].name, sets[lead].s[i].name) < 0) t->cursor++;
+        twin[k] = t->cursor < t->n && !strcmp(t->s[t->cursor].name, sets[lead].s[i].name) ? t->cursor : -1;
+        if (twin[k] < 0) continue;
+        rc = read_sample(c, &sets[k], twin[k], &in[k], &ref[k], e);
+        /* reference runs are per layer and whole: nothing to share */
+        if (!rc && !c->job->reference && !c->cfg->dump) any |= can[k] = differing_inputs(g, &in[lead], &in[k], vary);
+    }
+    exec_share_t *sh = any ? share_for(c, vary) : NULL;
+    if (!rc) rc = run_sample(c, &sets[lead], i, &in[lead], &ref[lead], sh, NULL, e);
+    for (int k = lead + 1; k < n_sets && !rc && lead == 0; k++)
+        if (twin[k] >= 0) rc = run_sample(c, &sets[k], twin[k], &in[k], &ref[k], NULL, can[k] ? sh : NULL, e);
+    for (int k = 0; k < n_sets; k++) {
+        tensorset_free(&in[k]);
+        tensorset_free(&ref[k]);
+    }
+    free(in);
+    free(ref);
+    free(vary);
+    free(can);
+    free(twin);
+    return rc;
 }
 
 /* Per-layer times as trtexec's --exportProfile lays them out:
@@ -126,83 +291,46 @@ static int write_profile(const graph_t *g, const double *ms, int runs, const cha
     return rc;
 }
 
+/* stats.json of a set: the kernels that ran (the instruction set, the same
+ * bits at any; whether matrix products went to OpenBLAS, not the same bits
+ * on every CPU), and each sample's latency in the folder's order. */
+static int write_stats(const infer_ctx_t *c, const set_state_t *st, const char *first_in, perr_t *e)
+{
+    json_t *root = json_object(), *samples = json_array();
+    json_object_set_new(root, "threads", json_integer(c->cfg->threads));
+    json_object_set_new(root, "isa", json_string(isa_name(isa_active())));
+    json_object_set_new(root, "kernels", json_string(kernels_name(kernels_mode())));
+    if (st->shared) {   /* its samples' times are of the layers they ran (layers_run of layers) */
+        json_object_set_new(root, "shared_with", json_string(first_in));
+        json_object_set_new(root, "layers", json_integer(c->g->n_nodes));
+    }
+    for (int i = 0; i < st->n; i++) json_array_append(samples, st->s[i].stats);
+    json_object_set_new(root, "samples", samples);
+    int rc = write_json(st->set->stats, root, JSON_INDENT(1) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(6), e);
+    json_decref(root);
+    return rc;
+}
+
 int infer_all(const graph_t *g, const exec_config_t *cfg, const infer_job_t *job, perr_t *e)
 {
-    int total_runs = 0;
     infer_ctx_t c = {.s = exec_session_open(g, cfg, e), .g = g, .cfg = cfg, .job = job};
     if (!c.s) return -1;
     c.layer_ms = job->profile ? xcalloc(g->n_nodes + 1, sizeof *c.layer_ms) : NULL;
     c.times = xcalloc(job->runs, sizeof *c.times);
-    json_t *samples = json_array();
-    int rc = 0;
-    if (!is_dir(job->in)) {
-        rc = BAD(e, "%s: input is not a folder", job->in);
-    } else if (is_single_set(job->in)) {
-        dump_limit_t lim = job->dump;
-        lim.shown = 1;   /* one tensor set: it is the sample */
-        rc = run_sample(&c, job->in, job->out, job->reference, &lim, e);
-        if (!rc) {
-            json_t *s = latency_json(c.times, job->runs);
-            json_object_set_new(s, "sample", json_string("."));
-            json_array_append_new(samples, s);
-        }
-    } else {
-        char **names;
-        int n = list_dir(job->in, &names, e);
-        if (n < 0) rc = -1;
-        /* the samples' outputs appear together or not at all: a bad sample
-         * leaves no output folder with the good ones in it */
-        char *stage = rc ? NULL : dir_stage_begin(job->out, e);
-        if (!rc && !stage) rc = -1;
-        int seen = 0;   /* sample folders so far: the first is shown unless --show-sample names one */
-        for (int i = 0; i < n && !rc; i++) {
-            char *in = path_join(job->in, names[i]);
-            if (is_dir(in)) {
-                char *out = path_join(stage, names[i]);
-                char *ref = job->reference ? path_join(job->reference, names[i]) : NULL;
-                /* a folder of samples: each one like the reference's sample of the same name */
-                dump_limit_t lim = job->dump;
-                char *like = lim.like ? path_join(lim.like, names[i]) : NULL;
-                if (like) lim.like = like;
-                char *where = path_join(job->out, names[i]);
-                lim.where = where;
-                lim.shown = job->show_sample ? !strcmp(names[i], job->show_sample) : !seen++;
-                rc = run_sample(&c, in, out, ref, &lim, e);
-                free(like);
-                free(where);
-                if (!rc) {
-                    json_t *s = latency_json(c.times, job->runs);
-                    json_object_set_new(s, "sample", json_string(names[i]));
-                    json_array_append_new(samples, s);
-                }
-                free(out);
-                free(ref);
-            }
-            free(in);
-        }
-        if (n >= 0) free_list(names, n);
-        if (!rc && json_array_size(samples) == 0) rc = BAD(e, "%s: no tensor set found (no .npy/.pb files, no sample folders)", job->in);
-        if (!rc) rc = dir_stage_commit(stage, job->out, e);
-        else if (stage) { remove_tree(stage); free(stage); }
-    }
-    total_runs = (int)json_array_size(samples) * job->runs;
+    set_state_t *sets = xcalloc((size_t)job->n_sets, sizeof *sets);
+    int rc = 0, opened = 0;
+    for (; opened < job->n_sets && !rc; opened++) rc = open_set(job, &job->sets[opened], &sets[opened], e);
+    for (int k = 0; k < job->n_sets && !rc; k++)
+        for (int i = 0; i < sets[k].n && !rc; i++)
+            if (!sets[k].s[i].done) rc = run_group(&c, sets, job->n_sets, k, i, e);
     exec_session_close(c.s);
-    if (!rc && job->profile) rc = write_profile(g, c.layer_ms, total_runs, job->profile, e);
+    exec_share_free(c.share);
+    if (!rc && job->profile) rc = write_profile(g, c.layer_ms, sets[0].n * job->runs, job->profile, e);
+    for (int k = 0; k < job->n_sets && !rc; k++)
+        if (job->sets[k].stats) rc = write_stats(&c, &sets[k], job->sets[0].in, e);
+    for (int k = 0; k < opened; k++) close_set(&sets[k], 1, &rc, e);
+    free(sets);
     free(c.layer_ms);
-    if (!rc && job->stats) {
-        json_t *root = json_object();
-        json_object_set_new(root, "threads", json_integer(cfg->threads));
-        /* the kernels that ran: the instruction set (the same bits at any)
-         * and whether matrix products went to OpenBLAS (not the same bits on
-         * every CPU) */
-        json_object_set_new(root, "isa", json_string(isa_name(isa_active())));
-        json_object_set_new(root, "kernels", json_string(kernels_name(kernels_mode())));
-        json_object_set_new(root, "samples", samples);
-        samples = NULL;
-        rc = write_json(job->stats, root, JSON_INDENT(1) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(6), e);
-        json_decref(root);
-    }
-    json_decref(samples);
     free(c.times);
     return rc;
 }

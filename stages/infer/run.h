@@ -5,8 +5,18 @@
 #include "engine/exec.h"
 #include "dumpsel.h"
 
+/* One -i IN -o OUT [--stats FILE] of the command line. */
+typedef struct infer_set {
+    const char *in, *out, *stats;
+} infer_set_t;
+
+/* Sets after the first run sample by sample beside the first set's sample
+ * of the same name; where only some inputs differ from it, only the layers
+ * those reach (exec_share_t). */
 typedef struct infer_job {
-    const char *in, *out, *stats, *reference, *profile;
+    infer_set_t *sets;
+    int n_sets;
+    const char *reference, *profile;
     int warmup, runs;   /* untimed runs first, then timed ones, per sample */
     dump_limit_t dump;  /* --dump-budget / --dump-like; --judge / --ignore */
     const char *show_sample;  /* --show-sample: the sample whose every output is kept (default: the first) */

@@ -182,7 +182,9 @@ int report_load(report_t *r, const char *plan_path, const char *cells, perr_t *e
         if (iou && !strcmp(iou, "keypoints")) r->ap_name = "keypoint AP";
         summarise_compare(x);
         json_t *s0 = json_array_get(json_object_get(x->stats, "samples"), 0);
-        x->median_ms = s0 ? num(s0, "median_ms", NULL) : -1;
+        /* a cell that reran only part of the graph on its twin's values
+         * (infer's shared sets) has no latency of its own */
+        x->median_ms = s0 && !json_object_get(x->stats, "shared_with") ? num(s0, "median_ms", NULL) : -1;
         note_kernels(r, x->stats);
     }
     return cells ? check_cell_names(r->plan, plan_path, cells, e) : 0;

@@ -8,6 +8,7 @@
 #include <time.h>
 #include "engine/exec.h"
 #include "engine/exec_int.h"
+#include "engine/share.h"
 
 /* The clock of --profile's layer times: the wall clock, as trtexec's. A
  * build with -DPROFILE_CLOCK=CLOCK_THREAD_CPUTIME_ID times layers by the
@@ -141,6 +142,7 @@ int exec_nodes(const graph_t *g, tensor_t **rt, tensor_t *owned, char *arena, ex
     char dname[1024];
     for (int i = 0; i < g->n_nodes && !rc; i++) {
         const node_t *n = &g->nodes[i];
+        if (!path && env->reuse && !share_runs(env->reuse, i)) continue;   /* its values are the kept run's */
         node_t unkept;
         if (ro->reference && n->keeps_storage) {
             /* reference inputs are float32, not in the layer's storage type:
@@ -189,6 +191,7 @@ int exec_nodes(const graph_t *g, tensor_t **rt, tensor_t *owned, char *arena, ex
             int v = n->out[k];
             if (v < 0) continue;
             rt[v] = &owned[v];
+            if (!path && env->keep) share_keep_value(env->keep, v, &owned[v]);
             if (path) snprintf(dname, sizeof dname, "%s/%s", path, g->vals[v].name);
             if (wants_dump(env->cfg, path ? dname : g->vals[v].name) && (path || !g->vals[v].is_output) &&
                 owned[v].dtype != DT_SEQUENCE)
@@ -283,7 +286,16 @@ int exec_session_run(exec_session_t *s, const tensor_set_t *in, const exec_run_o
     for (int i = 0; i < g->n_vals; i++)
         if (g->vals[i].kind == VAL_CONST) rt[i] = (tensor_t *)&g->vals[i].t;
     if (bind_inputs(g, in, rt, e)) { rc = -1; goto done; }
+    /* partial reruns (share.c): never with dumps (every layer's tensor is
+     * wanted) or reference inputs (local error is per layer, whole) */
+    if (!s->cfg.dump && !env.ro->reference) {
+        env.keep = env.ro->keep;
+        env.reuse = env.ro->reuse && share_reuse_bind(env.ro->reuse, rt) ? env.ro->reuse : NULL;
+    }
+    if (env.keep) share_keep_begin(env.keep, rt);
     rc = exec_nodes(g, rt, owned, s->arena, &env, NULL, e);
+    if (env.keep) share_keep_end(env.keep, rc == 0);
+    if (env.ro->layers_run) *env.ro->layers_run = env.reuse ? exec_share_layers(env.reuse) : g->n_nodes;
     for (int i = 0; i < g->n_outputs && !rc; i++) {
         int v = g->outputs[i];
         if (!rt[v]) { rc = BAD(e, "output '%s' was not computed", g->vals[v].name); break; }

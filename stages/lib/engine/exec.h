@@ -20,10 +20,19 @@ typedef struct exec_config {
     const char *dump;              /* NULL, "all", or a glob over tensor names */
 } exec_config_t;
 
-/* One run's options; none of it is written by the executor. */
+/* A share (share.c): what a run keeps so that a later run whose inputs
+ * differ only in the varying ones recomputes only the layers those reach. */
+typedef struct exec_share exec_share_t;
+
+/* One run's options; the executor writes only the sinks (layer_ms,
+ * layers_run) and the share it is told to keep into. */
 typedef struct exec_run_opts {
     const tensor_set_t *reference; /* local-error mode: feed each node the reference's inputs */
     double *layer_ms;              /* profile sink: each node's time is added to layer_ms[node] (n_nodes entries) */
+    exec_share_t *keep;            /* copy what a rerun with `reuse` needs (the cut, the fixed inputs) */
+    const exec_share_t *reuse;     /* run only the layers the varying inputs reach, on the kept cut, where
+                                      the fixed inputs are the kept ones byte for byte (else the whole graph) */
+    int *layers_run;               /* sink: how many layers this run ran */
 } exec_run_opts_t;
 
 typedef struct exec_session exec_session_t;
@@ -36,6 +45,13 @@ exec_session_t *exec_session_open(const graph_t *g, const exec_config_t *cfg, pe
  * run at a time per session. */
 int exec_session_run(exec_session_t *s, const tensor_set_t *in, const exec_run_opts_t *ro, tensor_set_t *out,
                      perr_t *e);
+/* Plans a share of g for the graph inputs marked in vary (one flag per
+ * g->inputs entry): the layers they reach, the values those read from the
+ * rest. Dumps and reference runs never keep or reuse. */
+exec_share_t *exec_share_plan(const graph_t *g, const unsigned char *vary);
+int exec_share_layers(const exec_share_t *s);      /* layers a reusing run runs */
+const unsigned char *exec_share_vary(const exec_share_t *s);
+void exec_share_free(exec_share_t *s);
 /* Frees the session's arena, scratch and node caches; NULL is a no-op. */
 void exec_session_close(exec_session_t *s);
 /* One run in a session of its own: open, run, close. */

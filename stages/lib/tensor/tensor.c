@@ -191,6 +191,13 @@ int tensor_same_shape(const tensor_t *a, const tensor_t *b)
     return 1;
 }
 
+int tensor_identical(const tensor_t *a, const tensor_t *b)
+{
+    if (a->dtype != b->dtype || !tensor_same_shape(a, b) || a->dtype == DT_SEQUENCE) return 0;
+    size_t n = tensor_nbytes(a);
+    return n == 0 || !memcmp(a->data, b->data, n);
+}
+
 char *shape_str(int ndim, const int64_t *dims, char *buf, size_t n)
 {
     if (ndim == 0) {

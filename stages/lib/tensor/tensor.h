@@ -69,6 +69,8 @@ void tensor_free_data(tensor_t *t);
 void tensor_free(tensor_t *t);                 /* data and the struct */
 tensor_t *tensor_clone(const tensor_t *t);     /* deep copy */
 int tensor_same_shape(const tensor_t *a, const tensor_t *b);
+/* Same type, shape and bytes (never for sequences); -0 and +0, NaN payloads differ. */
+int tensor_identical(const tensor_t *a, const tensor_t *b);
 /* "1x3x320x320" (scalars: "scalar"); buf of at least 160 bytes. */
 char *shape_str(int ndim, const int64_t *dims, char *buf, size_t n);
 /* Parses "1x3x320x320" into dims; returns rank or -1. */
