@@ -33,35 +33,26 @@ static double clock_s(clockid_t id)
     return t.tv_sec + t.tv_nsec * 1e-9;
 }
 
-__attribute__((target("avx512f"))) static double loop_avx512(long reps)
-{
-    __m512 acc[CHAINS], a = _mm512_set1_ps(0.999999f), b = _mm512_set1_ps(1e-7f);
-    for (int c = 0; c < CHAINS; c++) acc[c] = _mm512_set1_ps((float)c);
-    for (long r = 0; r < reps; r++)
-        for (int s = 0; s < STEPS; s++)
-#pragma GCC unroll 16
-            for (int c = 0; c < CHAINS; c++) acc[c] = _mm512_fmadd_ps(acc[c], a, b);
-    float out[16];
-    __m512 sum = acc[0];
-    for (int c = 1; c < CHAINS; c++) sum = _mm512_add_ps(sum, acc[c]);
-    _mm512_storeu_ps(out, sum);
-    return out[0];
-}
+/* One loop per instruction set, the same text: reps x STEPS rounds of an
+ * FMA on each of NCH registers (unrolled: the chains stay in registers). */
+#define FMA_LOOP(NAME, TARGET, VEC, SET1, FMADD, ADD, STORE, NCH, LANES)                 \
+    __attribute__((target(TARGET))) static double NAME(long reps)                         \
+    {                                                                                     \
+        VEC acc[NCH], a = SET1(0.999999f), b = SET1(1e-7f);                               \
+        for (int c = 0; c < NCH; c++) acc[c] = SET1((float)c);                            \
+        for (long r = 0; r < reps; r++)                                                   \
+            for (int s = 0; s < STEPS; s++) {                                             \
+                _Pragma("GCC unroll 16") for (int c = 0; c < NCH; c++) acc[c] = FMADD(acc[c], a, b); \
+            }                                                                             \
+        float out[LANES];                                                                 \
+        VEC sum = acc[0];                                                                 \
+        for (int c = 1; c < NCH; c++) sum = ADD(sum, acc[c]);                             \
+        STORE(out, sum);                                                                  \
+        return out[0];                                                                    \
+    }
 
-__attribute__((target("avx2,fma"))) static double loop_avx2(long reps)
-{
-    __m256 acc[CHAINS_AVX2], a = _mm256_set1_ps(0.999999f), b = _mm256_set1_ps(1e-7f);
-    for (int c = 0; c < CHAINS_AVX2; c++) acc[c] = _mm256_set1_ps((float)c);
-    for (long r = 0; r < reps; r++)
-        for (int s = 0; s < STEPS; s++)
-#pragma GCC unroll 16
-            for (int c = 0; c < CHAINS_AVX2; c++) acc[c] = _mm256_fmadd_ps(acc[c], a, b);
-    float out[8];
-    __m256 sum = acc[0];
-    for (int c = 1; c < CHAINS_AVX2; c++) sum = _mm256_add_ps(sum, acc[c]);
-    _mm256_storeu_ps(out, sum);
-    return out[0];
-}
+FMA_LOOP(loop_avx512, "avx512f", __m512, _mm512_set1_ps, _mm512_fmadd_ps, _mm512_add_ps, _mm512_storeu_ps, CHAINS, 16)
+FMA_LOOP(loop_avx2, "avx2,fma", __m256, _mm256_set1_ps, _mm256_fmadd_ps, _mm256_add_ps, _mm256_storeu_ps, CHAINS_AVX2, 8)
 
 static void *run_job(void *p)
 {
