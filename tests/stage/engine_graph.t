@@ -523,4 +523,35 @@ ok(rc == 0 and pj[0] == {"count": 3} and [l["name"] for l in pj[1:]] == ["res_ad
    "infer --runs 3 --warmup 2: the profile and the statistics count the 3 timed runs, one entry per layer", err or pj)
 ok(rc == 0 and np.load(os.path.join(out, "y.npy")).tobytes() == fused["y"].tobytes(),
    "infer --warmup: the outputs of a plain run", err)
+# 5e. a Pad whose pads are all 0 (PyTorch's export of ResNet-vd's ceil_mode
+# AvgPool shortcut) is a view: one buffer for its input and output, nothing
+# copied; its input read again afterwards keeps its values; a Pad that pads
+# something, or whose pads come at run time, gets bytes of its own.
+def padnode(name, src, out, pads):
+    return helper.make_node("Pad", [src, name + "_p"], [out], name=name), numpy_helper.from_array(np.array(pads, np.int64), name + "_p")
+
+NP = 4096
+xp = rng.standard_normal((1, 4, NP)).astype(np.float32)
+pz, cz = padnode("padzero", "a", "p", [0] * 6)
+g = helper.make_graph([helper.make_node("Neg", ["x"], ["a"]), pz, helper.make_node("Abs", ["p"], ["y"])], "g",
+                      [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, NP])],
+                      [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, NP])], [cz])
+res, layers, err = build_and_run("pad_view", helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]),
+                                 {"x": xp}, "--no-fusion")
+ok(res is not None and np.array_equal(res["y"], np.abs(-xp)) and layers["arena_bytes"] == 4 * NP * 4,
+   "Pad of zero pads as a view: one buffer (arena %s bytes for %d)" % (layers and layers["arena_bytes"], 4 * NP * 4), err)
+pz, cz = padnode("padzero", "a", "p", [0] * 6)
+pn, cn = padnode("padone", "a", "q", [0, 0, 1, 0, 0, 2])
+g = helper.make_graph([helper.make_node("Neg", ["x"], ["a"]), pz, pn, helper.make_node("Neg", ["p"], ["u"]),
+                       helper.make_node("Abs", ["a"], ["v"]), helper.make_node("Pad", ["a", "dyn"], ["w"])], "g",
+                      [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, NP]),
+                       helper.make_tensor_value_info("dyn", TensorProto.INT64, [6])],
+                      [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in ("u", "v", "q", "w")], [cz, cn])
+res, layers, err = build_and_run("pad_view2", helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]),
+                                 {"x": xp, "dyn": np.zeros(6, np.int64)}, "--no-fusion")
+a = -xp
+ok(res is not None and np.array_equal(res["u"], -a) and np.array_equal(res["v"], np.abs(a)) and
+   np.array_equal(res["q"], np.pad(a, [(0, 0), (0, 0), (1, 2)])) and np.array_equal(res["w"], a),
+   "Pad views: the input read after the view, a Pad that pads and one with pads at run time give numpy's values", err)
+
 done()

@@ -1,7 +1,7 @@
 /* reduce_walk.c — checks how reduce_walk.c spreads a reduction over the
  * last axis across the pool: with more than 1024 outputs its rows run as
  * tasks (float32 Sum, Mean, L1, L2 and SumSquare on a path of their own,
- * vectorised at AVX2), and must give the bits of the same rows reduced a
+ * vectorised at AVX2; Max and Min with the serial walk's code per row), and must give the bits of the same rows reduced a
  * block of 400 at a time (the serial walk). The Reduce* results themselves
  * are checked against references by the op harness (tests/ops/). */
 #include "nn_testutil.h"

@@ -43,5 +43,8 @@ void node_act_range(const node_t *n, float *x, int64_t len);
  * byte offset, or -1 (ops/tensor/slice.c). in[0] needs a shape only; the other
  * inputs are the node's (constants, or NULL). */
 int64_t slice_run_at(const node_t *n, const tensor_t *const *in, int n_in);
+/* Whether Pad node n pads nothing (every pad 0; ops/tensor/pad.c), the
+ * inputs as for slice_run_at. */
+int pad_is_noop(const node_t *n, const tensor_t *const *in, int n_in);
 
 #endif

@@ -85,6 +85,20 @@ static int64_t slice_view_at(const graph_t *g, const node_t *n)
     return at;
 }
 
+/* Whether Pad node n pads nothing and changes no byte (pad_is_noop, every
+ * argument a constant), so that its output may be a view of its input. */
+static int pad_view_ok(const graph_t *g, const node_t *n)
+{
+    if (n->n_in > MAX_NODE_IO || n->n_in < 1 || n->in[0] < 0) return 0;
+    const tensor_t *in[MAX_NODE_IO];
+    for (int k = 0; k < n->n_in; k++) {
+        int v = n->in[k];
+        if (k > 0 && v >= 0 && g->vals[v].kind != VAL_CONST) return 0;   /* known only at run time */
+        in[k] = v < 0 ? NULL : &g->vals[v].t;
+    }
+    return pad_is_noop(n, in, n->n_in);
+}
+
 /* Whether Concat node i's output y holds its inputs back to back: one
  * block of each per output (every axis before the Concat's is 1). */
 static int concat_blocks(const graph_t *g, const node_t *n, const value_t *y)
@@ -132,7 +146,7 @@ static void concat_in_place(const graph_t *g, int i, int *root, int64_t *delta, 
 }
 
 /* root[v]: the value whose bytes v uses, decided node by node.
- * - A view node's output (Reshape, Squeeze, ...) takes its input's bytes
+ * - A view node's output (Reshape, Squeeze, ..., a Pad of zero pads) takes its input's bytes
  *   when both are planned, the sizes match, and the node changes no byte on
  *   the way: it casts no input at a precision boundary, applies no fused
  *   activation, and rounds to the same storage type as the input's producer
@@ -165,7 +179,7 @@ static void share_bytes(const graph_t *g, int *root, int64_t *delta)
         }
         int from = -1;
         int64_t at = 0;
-        if (n->op->view) {
+        if (n->op->view || (!n->domain[0] && !strcmp(n->op_type, "Pad") && pad_view_ok(g, n))) {
             int x = n->in[0];
             if (x < 0 || !plannable(&g->vals[x])) continue;
             if (tensor_nbytes(&g->vals[x].t) != tensor_nbytes(&g->vals[y].t)) continue;

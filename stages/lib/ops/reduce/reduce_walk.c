@@ -307,9 +307,45 @@ static void walk_u64(const red_plan_t *p, dtype_t dt, const void *x, red_tr_t tr
         }                                                                 \
     }
 
-/* Max / Min in the input type, written straight into the output. */
+typedef struct minmax_job {
+    const red_plan_t *p;
+    dtype_t dt;
+    const void *x;
+    void *out;
+    int is_max;
+} minmax_job_t;
+
+/* RUNS_PER_TASK outputs of a reduction over the last group alone, each its
+ * run's SEG_MINMAX as the serial walk computes it: the same bits. */
+static void minmax_task(void *ctx, int64_t t)
+{
+    const minmax_job_t *j = ctx;
+    const red_plan_t *p = j->p;
+    const int64_t L = p->size[p->n - 1], q1 = (t + 1) * RUNS_PER_TASK < p->out_numel ? (t + 1) * RUNS_PER_TASK : p->out_numel;
+    const int r = 1;
+    DISPATCH_NUMERIC(j->dt, {
+        const T *xs = j->x;
+        T *acc = j->out;
+        const T init = j->is_max ? T_LOWEST(T) : T_HIGHEST(T);
+        for (int64_t o = t * RUNS_PER_TASK; o < q1; o++) {
+            int64_t i = o * L;
+            acc[o] = init;
+            if (j->is_max) SEG_MINMAX(>)
+            else SEG_MINMAX(<)
+        }
+    }, (void)0)
+}
+
+/* Max / Min in the input type, written straight into the output; on the
+ * pool where only the last group is reduced (RT-DETR's decoder: the
+ * maximum of 80 scores for each of 8400 anchors). */
 static void walk_minmax(const red_plan_t *p, dtype_t dt, const void *x, void *out, int is_max)
 {
+    if (runs_alone(p)) {
+        minmax_job_t j = {p, dt, x, out, is_max};
+        pool_for((p->out_numel + RUNS_PER_TASK - 1) / RUNS_PER_TASK, minmax_task, &j);
+        return;
+    }
     DISPATCH_NUMERIC(dt, {
         const T *xs = x;
         T *acc = out;

@@ -101,6 +101,26 @@ static int pad_plan(op_ctx_t *c, pad_plan_t *p)
     return 0;
 }
 
+/* 1 where every pad is 0 (known at build time: the inputs past the
+ * first are the node's constants): the output is the input, byte for byte.
+ * PyTorch exports ResNet-vd's shortcut AvgPool (ceil_mode) with such a Pad;
+ * the memory plan makes it a view and run_pad copies nothing. */
+static int pads_zero(const pad_plan_t *p, int rank)
+{
+    for (int d = 0; d < rank; d++)
+        if (p->begin[d] || p->end[d]) return 0;
+    return 1;
+}
+
+int pad_is_noop(const node_t *n, const tensor_t *const *in, int n_in)
+{
+    perr_t e = {0};
+    op_ctx_t c = {.node = n, .n_in = n_in, .in = in, .err = &e};
+    pad_plan_t p;
+    if (n_in < 1 || !in[0] || pad_plan(&c, &p)) return 0;
+    return pads_zero(&p, in[0]->ndim);
+}
+
 int shape_pad(op_ctx_t *c)
 {
     pad_plan_t p;
@@ -141,7 +161,7 @@ int run_pad(op_ctx_t *c)
     const size_t es = dtype_size(x->dtype);
     int64_t total = tensor_numel(y);
     if (total == 0) return 0;
-    if (R == 0) return tn_copy_input0(c);
+    if (R == 0 || pads_zero(&p, R)) return tn_copy_input0(c);   /* nothing when planned as a view */
     int64_t xst[TENSOR_MAX_DIMS], idx[TENSOR_MAX_DIMS] = {0};
     strides_of(x->dims, R, xst);
     const int64_t L = y->dims[R - 1], n = x->dims[R - 1], b = p.begin[R - 1], rows = total / L;
