@@ -160,19 +160,29 @@ static void test_epilogue_specials(void)
     }
 }
 
+/* The same bits at any thread count, where the tiling depends on it (two
+ * tasks a thread past four threads: 512 x 400 gets 8 tasks at 1 thread, 32
+ * at 16) and where it does not. */
 static void test_threads(void)
 {
-    int64_t m = 96, n = 1500, k = 150;
-    float *a = random_floats(m * k), *b = random_floats(k * n), *bv = random_floats(m);
-    float *c1 = malloc((size_t)(m * n) * sizeof *c1), *c3 = malloc((size_t)(m * n) * sizeof *c3);
-    fgemm_epi_t e = {bv, ACT_RELU, 0, 0};
-    pool_set_threads(1);
-    fgemm(m, n, k, a, k, b, n, c1, n, &e);
-    pool_set_threads(3);
-    fgemm(m, n, k, a, k, b, n, c3, n, &e);
-    pool_set_threads(1);
-    ok(memcmp(c1, c3, (size_t)(m * n) * sizeof *c1) == 0, "fgemm: same bits with 1 and 3 threads");
-    free(a); free(b); free(bv); free(c1); free(c3);
+    static const int64_t shapes[][3] = {{96, 1500, 150}, {512, 400, 576}, {300, 70, 40}};
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        int64_t m = shapes[i][0], n = shapes[i][1], k = shapes[i][2];
+        float *a = random_floats(m * k), *b = random_floats(k * n), *bv = random_floats(m);
+        float *c1 = malloc((size_t)(m * n) * sizeof *c1), *cx = malloc((size_t)(m * n) * sizeof *cx);
+        fgemm_epi_t e = {bv, ACT_RELU, 0, 0};
+        pool_set_threads(1);
+        fgemm(m, n, k, a, k, b, n, c1, n, &e);
+        int same = 1;
+        for (int th = 3; th <= 16; th += 13) {
+            pool_set_threads(th);
+            fgemm(m, n, k, a, k, b, n, cx, n, &e);
+            same = same && memcmp(c1, cx, (size_t)(m * n) * sizeof *c1) == 0;
+        }
+        pool_set_threads(1);
+        ok(same, "fgemm %lldx%lldx%lld: same bits with 1, 3 and 16 threads", (long long)m, (long long)n, (long long)k);
+        free(a); free(b); free(bv); free(c1); free(cx);
+    }
 }
 
 /* fgemm_kept: B packed whole (more than 256 rows) is kept in the slot on

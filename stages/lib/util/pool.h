@@ -1,7 +1,9 @@
 /* pool.h — a small persistent thread pool for kernels. Work is split into
  * tasks whose boundaries never depend on the thread count, so results are
  * bit-identical for any --threads (each task computes the same elements in
- * the same order whichever thread runs it). */
+ * the same order whichever thread runs it). One exception, for balance:
+ * fgemm's tiles (ops/gemm/fgemm.c) are cut finer past four threads, which
+ * no element's arithmetic depends on. */
 #ifndef PARITY_POOL_H
 #define PARITY_POOL_H
 

@@ -34,12 +34,21 @@
  * past them. Packing a strip costs about one 8-row block of work and is
  * repeated for every tile of rows, so a task takes as many rows as it can
  * (TILE_M_MAX) and the pool gets its tasks (at least MIN_TASKS: balanced
- * on two threads) by cutting the columns finer, the strips spread evenly
- * over the tiles; rows are cut only where there are too few strips. Where
- * B is packed once for the whole product (small B, many rows; a MatMul's
- * constant B, its weights, packed at its first run and kept: fgemm_kept) a
- * task takes TILE_M_MIN rows. The cut depends on the shape only, never on
- * --threads. */
+ * on two threads; with more threads, two tasks a thread) by cutting the
+ * columns finer, the strips spread evenly over the tiles; rows are cut
+ * only where there are too few strips. Where B is packed once for the
+ * whole product (small B, many rows; a MatMul's constant B, its weights,
+ * packed at its first run and kept: fgemm_kept) a task takes TILE_M_MIN
+ * rows.
+ *
+ * The cut is the one place in the kernels where the thread count shapes
+ * the tasks (util/pool.h's rule is the bits, which never do): no element's
+ * arithmetic depends on the tile it falls in -- each one's k is summed in
+ * the same FG_KB blocks, panel after panel, whatever rows and columns share
+ * its task (isa_golden.t: 8-row blocks at AVX-512 and 6 at AVX2 give the
+ * same bits) -- and a shape-only cut left the 512-channel 20x20 layers of
+ * ResNet-18 8 tasks for 16 threads (5x at 16 threads against 23 ms at
+ * one; issue 41). tests/unit/conv_kernels.c compares 1, 3 and 16 threads. */
 #define TILE_M_MIN 64
 #define TILE_M_MAX 256
 #define TILE_STRIPS 8   /* strips per tile at most, where the tasks are many anyway */
@@ -91,10 +100,10 @@ typedef struct tiling {
  * 12, 4% of the layer at two threads). Many tasks (a MatMul's 132 tiles of
  * rows) keep one column tile: one more task is little there, and a second
  * column tile would read the same rows of A twice. */
-static int64_t round_tasks(int64_t row_tiles, int64_t tiles_n)
+static int64_t round_tasks(int64_t row_tiles, int64_t tiles_n, int64_t min_tasks)
 {
     if (row_tiles * tiles_n >= FEW_TASKS) return tiles_n;
-    int64_t step = MIN_TASKS;
+    int64_t step = min_tasks;
     while (step > 1 && row_tiles % 2 == 0) {
         row_tiles /= 2;
         step /= 2;
@@ -105,13 +114,14 @@ static int64_t round_tasks(int64_t row_tiles, int64_t tiles_n)
 static tiling_t tiling_of(int64_t m, int64_t n, int64_t tile_m)
 {
     tiling_t t = {tile_m, 0, (n + 31) / 32};
+    int64_t min_tasks = 2 * (int64_t)pool_threads() > MIN_TASKS ? 2 * (int64_t)pool_threads() : MIN_TASKS;
     for (;;) {
-        int64_t row_tiles = (m + t.tile_m - 1) / t.tile_m, want = (MIN_TASKS + row_tiles - 1) / row_tiles;
+        int64_t row_tiles = (m + t.tile_m - 1) / t.tile_m, want = (min_tasks + row_tiles - 1) / row_tiles;
         int64_t fewest = (t.strips + TILE_STRIPS - 1) / TILE_STRIPS;
         t.tiles_n = want > fewest ? want : fewest;
-        t.tiles_n = round_tasks(row_tiles, t.tiles_n);
+        t.tiles_n = round_tasks(row_tiles, t.tiles_n, min_tasks);
         if (t.tiles_n > t.strips) t.tiles_n = t.strips;
-        if (row_tiles * t.tiles_n >= MIN_TASKS || t.tile_m <= TILE_M_MIN) return t;
+        if (row_tiles * t.tiles_n >= min_tasks || t.tile_m <= TILE_M_MIN) return t;
         t.tile_m /= 2;
     }
 }
