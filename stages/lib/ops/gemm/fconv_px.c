@@ -33,9 +33,13 @@
 #include "util/err.h"
 #include "util/pool.h"
 
-/* Output channels per tile (two AVX-512 vectors) and pixels per tile. */
+/* Output channels per tile (two AVX-512 vectors) and pixels per tile;
+ * for at most 16 output channels, where the set has that tile (tile_px16),
+ * 16 channels (one vector) by 16 pixels instead: the wide tile would
+ * spend half its FMAs on zero weights. */
 #define PX_OC 32
 #define PX_PIX 8
+#define PX16 16
 /* Bands of the frame: top, bottom, left, right (or one for everything). */
 #define MAX_BANDS 4
 /* Input planes of at least this many floats are read in place. Below it a
@@ -66,9 +70,11 @@ typedef struct px_src {
     int32_t *koff;
 } px_src_t;
 
-/* The input read in place (its rectangle of output pixels), and the bands
- * of the frame around it. */
+/* The tile (oc output channels by pix pixels, a strip), the input read in
+ * place (its rectangle of output pixels), and the bands of the frame
+ * around it. */
 typedef struct px_plan {
+    int oc, pix;
     px_src_t in;
     px_src_t band[MAX_BANDS];
     int nbands;
@@ -120,7 +126,7 @@ static void plan_whole(const fconv_geom_t *g, px_plan_t *pl)
 }
 
 /* The output's pixels read in place -- windows inside the input: rows
- * [r_lo, r_hi), and there the strips of PX_PIX pixels inside columns
+ * [r_lo, r_hi), and there the strips of pl->pix pixels inside columns
  * [o_lo, o_hi) -- and the bands of the frame around them: the rows above
  * and below, and in between the strips that reach past the left or the
  * right edge. Small planes (unless nothing is framed at stride 1), and
@@ -133,10 +139,10 @@ static void plan_of(const fconv_geom_t *g, px_plan_t *pl)
     /* rows r with 0 <= sh r + lo_r and sh r + hi_r < h; columns alike */
     int64_t r_lo = clamp64(ceil_div(-lo_r, g->sh), 0, g->oh), r_hi = clamp64(floor_div(g->h - 1 - hi_r, g->sh) + 1, 0, g->oh);
     int64_t o_lo = clamp64(ceil_div(-lo_c, g->sw), 0, g->ow), o_hi = clamp64(floor_div(g->w - 1 - hi_c, g->sw) + 1, 0, g->ow);
-    /* strips start at multiples of PX_PIX: the left ones end at the first
+    /* strips start at multiples of pix: the left ones end at the first
      * start at or past o_lo, the right ones start at the strip holding o_hi */
-    int64_t left_end = clamp64(ceil_div(o_lo, PX_PIX) * PX_PIX, 0, g->ow);
-    int64_t right_start = o_hi < g->ow ? o_hi / PX_PIX * PX_PIX : g->ow;
+    int64_t left_end = clamp64(ceil_div(o_lo, pl->pix) * pl->pix, 0, g->ow);
+    int64_t right_start = o_hi < g->ow ? o_hi / pl->pix * pl->pix : g->ow;
     pl->in = (px_src_t){.ra = r_lo, .rb = r_hi, .ca = left_end, .cb = right_start, .rstep = g->sh * g->w,
                         .cstep = g->sw};
     pl->nbands = 0;
@@ -176,6 +182,9 @@ static int64_t plan_floats(const fconv_geom_t *g, int64_t m, px_plan_t *pl)
     if (!ar->tile_px || g->sh > 2 || g->sw > 2 || m < 1) return 0;
     if (ar->px_max_k && g->cin * g->kh * g->kw > ar->px_max_k) return 0;
     if (g->oh * g->ow < 1024) return 0;   /* small planes: packing the weights would not pay (see fconv_rows) */
+    int narrow = m <= PX16 && ar->tile_px16;
+    pl->oc = narrow ? PX16 : PX_OC;
+    pl->pix = narrow ? PX16 : PX_PIX;
     plan_of(g, pl);
     if (!offsets_fit(g, &pl->in, 1)) return 0;
     int64_t n = 0;
@@ -183,8 +192,8 @@ static int64_t plan_floats(const fconv_geom_t *g, int64_t m, px_plan_t *pl)
         if (!offsets_fit(g, &pl->band[i], 0)) return 0;
         n += g->cin * band_plane(g, &pl->band[i]);
     }
-    int64_t k = g->cin * g->kh * g->kw, blocks = (m + PX_OC - 1) / PX_OC;
-    return n + blocks * k * PX_OC + 16;
+    int64_t k = g->cin * g->kh * g->kw, blocks = (m + pl->oc - 1) / pl->oc;
+    return n + blocks * k * pl->oc + 16;
 }
 
 int64_t fconv_px_floats(const fconv_geom_t *g, int64_t m)
@@ -266,48 +275,53 @@ static const px_src_t *source_of(const px_plan_t *pl, int64_t r, int64_t o0, int
     return &pl->in;
 }
 
-/* Task b: the weights of output channels [32 b, 32 b + 32) as k steps of
- * 32 (channels past m zero). */
+/* Task b: the weights of output channels [oc b, oc b + oc) as k steps of
+ * oc (channels past m zero). */
 static void pack_block(void *ctx, int64_t b)
 {
     const px_job_t *j = ctx;
-    float *dst = j->wp + b * j->k * PX_OC;
-    if ((b + 1) * PX_OC <= j->m && fgemm_arch()->pack_px) {   /* a whole block: register transposes */
+    int noc = j->plan.oc;
+    float *dst = j->wp + b * j->k * noc;
+    if (noc == PX_OC && (b + 1) * PX_OC <= j->m && fgemm_arch()->pack_px) {   /* a whole block: register transposes */
         fgemm_arch()->pack_px(j->w + b * PX_OC * j->k, j->k, dst);
         return;
     }
-    for (int64_t p = 0; p < j->k; p++, dst += PX_OC)
-        for (int c = 0; c < PX_OC; c++) {
-            int64_t oc = b * PX_OC + c;
+    for (int64_t p = 0; p < j->k; p++, dst += noc)
+        for (int c = 0; c < noc; c++) {
+            int64_t oc = b * noc + c;
             dst[c] = oc < j->m ? j->w[oc * j->k + p] : 0.0f;
         }
 }
 
-/* Task r: output row r, every block of channels, 8 pixels at a time. */
+/* Task r: output row r, every block of channels, a strip of pixels at a
+ * time. */
 static void px_row(void *ctx, int64_t r)
 {
     const px_job_t *j = ctx;
     const fconv_geom_t *g = j->g;
     const fgemm_arch_t *ar = fgemm_arch();
     int64_t n = g->oh * g->ow;
+    int boc = j->plan.oc, pix = j->plan.pix;
+    void (*tile)(int64_t, const float *const *, const int32_t *, const float *, float *, int64_t, int, int,
+                 const float *, const fgemm_epi_t *) = boc == PX16 ? ar->tile_px16 : ar->tile_px;
     for (int64_t b = 0; b < j->blocks; b++) {
-        int noc = j->m - b * PX_OC < PX_OC ? (int)(j->m - b * PX_OC) : PX_OC;
-        const float *bias = j->e.bias ? j->e.bias + b * PX_OC : NULL;
-        for (int64_t o0 = 0; o0 < g->ow; o0 += PX_PIX) {
-            int npix = g->ow - o0 < PX_PIX ? (int)(g->ow - o0) : PX_PIX;
+        int noc = j->m - b * boc < boc ? (int)(j->m - b * boc) : boc;
+        const float *bias = j->e.bias ? j->e.bias + b * boc : NULL;
+        for (int64_t o0 = 0; o0 < g->ow; o0 += pix) {
+            int npix = g->ow - o0 < pix ? (int)(g->ow - o0) : pix;
             const px_src_t *s = source_of(&j->plan, r, o0, npix);
-            const float *px[PX_PIX];
-            for (int i = 0; i < PX_PIX; i++) {   /* pixels past the row repeat its last one: read, never stored */
+            const float *px[PX16];
+            for (int i = 0; i < pix; i++) {   /* pixels past the row repeat its last one: read, never stored */
                 int64_t o = o0 + (i < npix ? i : npix - 1);
                 px[i] = s->at + (r - s->r_at) * s->rstep + (o - s->c_at) * s->cstep;
             }
-            float *y = j->y + b * PX_OC * n + r * g->ow + o0;
-            ar->tile_px(j->k, px, s->koff, j->wp + b * j->k * PX_OC, y, n, npix, noc, bias, &j->te);
+            float *y = j->y + b * boc * n + r * g->ow + o0;
+            tile(j->k, px, s->koff, j->wp + b * j->k * boc, y, n, npix, noc, bias, &j->te);
         }
         /* the rest of the epilogue on the block's row of outputs, still in
-         * L1 or L2: noc runs of ow floats, where a tile's 8 pixels would
-         * read the residual as noc runs of 8 floats a plane apart */
-        int64_t at = b * PX_OC * n + r * g->ow;
+         * L1 or L2: noc runs of ow floats, where a tile's pixels would
+         * read the residual as noc runs of a strip a plane apart */
+        int64_t at = b * boc * n + r * g->ow;
         fgemm_tile_post(j->y + at, n, noc, (int)g->ow, j->e.res ? j->e.res + at : NULL, &j->e);
     }
 }
@@ -318,7 +332,7 @@ int fconv_px(int64_t m, const fconv_geom_t *g, const float *w, const float *x, f
     px_job_t j = {.g = g, .x = x, .w = w, .y = y, .m = m};
     if (!plan_floats(g, m, &j.plan)) return -1;
     j.k = g->cin * g->kh * g->kw;
-    j.blocks = (m + PX_OC - 1) / PX_OC;
+    j.blocks = (m + j.plan.oc - 1) / j.plan.oc;
     if (epi) j.e = *epi;
     j.te = fgemm_epi_tile(&j.e);
     /* scratch: the bands, then the packed weights at a 64-byte boundary */
@@ -333,7 +347,7 @@ int fconv_px(int64_t m, const fconv_geom_t *g, const float *w, const float *x, f
     fgemm_packed_t *kept = cache ? *cache : NULL;
     int pack = !kept;   /* into the scratch, or into a slot met empty */
     if (cache && !kept) {
-        kept = fgemm_packed_new(m, j.k, j.blocks * j.k * PX_OC);
+        kept = fgemm_packed_new(m, j.k, j.blocks * j.k * j.plan.oc);
         if (!kept) return -1;   /* the plain path runs instead */
         *cache = kept;
     }
