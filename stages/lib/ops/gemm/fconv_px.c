@@ -4,7 +4,11 @@
  * once per call), the way direct convolutions on blocked layouts run,
  * instead of packing the input strip by strip for every block of output
  * channels (on high-resolution layers with few channels that packing is a
- * fifth of the work).
+ * fifth of the work). Where m <= 16 and the set has it (tile_px16, at
+ * AVX-512), the tile is 16 pixels by one vector of 16 channels instead,
+ * the weights packed 16 a step: the wide tile would spend half its FMAs
+ * on the zero weights past m (RT-DETR's 16-channel stem and 160x160
+ * layer: 1.8x and 1.5x faster).
  *
  * Large input planes are read where they lie: only the frame of output
  * pixels whose windows reach past the edges -- the rows above and below,

@@ -1,8 +1,10 @@
 /* fgemm_avx512.c — fgemm's kernels for AVX-512F (see fgemm_impl.h): an
  * 8 x 32 register tile of C (16 zmm accumulators), A read in place (8
  * broadcasts per step of k), B from the packed panel; the bias and the
- * activation applied before the tile is stored; and fconv_px's tile, the
- * same accumulators with 8 pixels' inputs broadcast against packed weights. Every element is
+ * activation applied before the tile is stored; and fconv_px's tiles, the
+ * same accumulators with 8 pixels' inputs broadcast against packed weights,
+ * and for at most 16 output channels 16 pixels' against one vector of
+ * them (tile_px16). Every element is
  * summed in fgemm_impl.h's blocked order, as fgemm_ref, so the bits are
  * those of the AVX2 and portable kernels. */
 #if defined(__x86_64__) && defined(__GNUC__)
