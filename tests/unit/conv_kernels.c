@@ -466,14 +466,15 @@ static fconv_geom_t px_geom(const px_case_t *t, int64_t *oh, int64_t *ow)
 }
 
 /* fconv_px on one case against fconv_rows, with its weights packed per
- * call and kept: 1 the same bits, 0 not (or a scratch size out of its
+ * call and kept (kept_only: kept in both calls, as small planes take the
+ * tile only then): 1 the same bits, 0 not (or a scratch size out of its
  * bounds), -1 where the tile does not apply. */
-static int px_same_as_rows(const px_case_t *t)
+static int px_same_as_rows(const px_case_t *t, int kept_only)
 {
     int64_t oh, ow;
     fconv_geom_t g = px_geom(t, &oh, &ow);
     int s = t->s ? t->s : 1;
-    int64_t need = fconv_px_floats(&g, t->m);
+    int64_t need = fconv_px_floats(&g, t->m, kept_only);
     if (!need) return -1;
     int64_t k = t->c * t->kh * t->kw;
     /* never more scratch than a padded copy of the whole input (stride
@@ -499,8 +500,10 @@ static int px_same_as_rows(const px_case_t *t)
     int rc = fconv_rows(t->m, &g, w, x, y1, &e);
     g.phase = NULL;
     memset(scratch, 0xff, (size_t)need * sizeof *scratch);   /* NaN: a part of the copy left unfilled shows */
-    rc |= fconv_px(t->m, &g, w, x, y2, &e, scratch, NULL);
+    void *slot2 = NULL;
+    rc |= fconv_px(t->m, &g, w, x, y2, &e, scratch, kept_only ? &slot2 : NULL);
     free(phase);
+    free(slot2);
     /* with a cache slot: the first call packs the weights into it, the
      * second uses them (so it ignores the zeroed weights it is given) */
     void *slot = NULL;
@@ -531,11 +534,23 @@ static const px_case_t px16_cases[] = {
     {"1x1, 33 wide (in place: no window leaves the input)", 5, 0, 40, 33, 1, 1, 1, 0, 0, 0, 0, ACT_NONE, 1, 1},
 };
 
+/* Small planes, which take the tile only with the weights kept and at
+ * least 128 channels (fconv_px.c): strips of consecutive pixels across
+ * rows (px_run), rows of 10, 9 and 5 pixels, stride 2, partial blocks of
+ * channels, k past one accumulation block, a 1x1 read in place. */
+static const px_case_t px_small_cases[] = {
+    {"small: 3x3 pad 1, 10x10, 128 out", 20, 128, 10, 10, 3, 3, 1, 1, 1, 1, 1, ACT_RELU},
+    {"small: 3x3 stride 2 pad 1, 19x21 -> 10x11, 140 out", 12, 140, 19, 21, 3, 3, 1, 1, 1, 1, 1, ACT_SILU, 2},
+    {"small: 3x3 pad 1, 30 channels (k 270), 7x9, 133 out", 30, 133, 7, 9, 3, 3, 1, 1, 1, 1, 1, ACT_CLIP},
+    {"small: 3x3 pads 0,1,2,1, 5x5, 256 out", 8, 256, 5, 5, 3, 3, 1, 0, 1, 2, 1, ACT_LEAKY},
+    {"small: 1x1 stride 2, 13x15 -> 7x8", 16, 160, 13, 15, 1, 1, 1, 0, 0, 0, 0, ACT_SIGMOID, 2},
+};
+
 static void test_px_bits(void)
 {
     int compared = 0, same = 0, all = 0;
     for (size_t i = 0; i < sizeof px_cases / sizeof px_cases[0]; i++, all++) {
-        int r = px_same_as_rows(&px_cases[i]);
+        int r = px_same_as_rows(&px_cases[i], 0);
         compared += r >= 0;
         same += r == 1;
     }
@@ -543,14 +558,20 @@ static void test_px_bits(void)
         for (int64_t m = 1; m <= 16; m++, all++) {
             px_case_t t = px16_cases[i];
             t.m = m;
-            int r = px_same_as_rows(&t);
+            int r = px_same_as_rows(&t, 0);
             compared += r >= 0;
             same += r == 1;
         }
+    for (size_t i = 0; i < sizeof px_small_cases / sizeof px_small_cases[0]; i++, all++) {
+        int r = px_same_as_rows(&px_small_cases[i], 1);
+        compared += r >= 0;
+        same += r == 1;
+    }
     if (isa_active() >= ISA_AVX2)
         ok(compared == all && same == compared,
-           "fconv_px at %s: the same bits as fconv_rows on %d geometries (%d compared; m 1..16 on %d of them), weights packed per call and kept",
-           isa_name(isa_active()), same, compared, (int)(sizeof px16_cases / sizeof px16_cases[0]));
+           "fconv_px at %s: the same bits as fconv_rows on %d geometries (%d compared; m 1..16 on %d of them; %d small planes), weights packed per call and kept",
+           isa_name(isa_active()), same, compared, (int)(sizeof px16_cases / sizeof px16_cases[0]),
+           (int)(sizeof px_small_cases / sizeof px_small_cases[0]));
     else
         ok(compared == 0, "fconv_px: no tile in portable C (conv.c keeps the packed path): %d run", compared);
 }
@@ -573,13 +594,14 @@ static void unfused(float *y, const float *r, int64_t count, int act, float a, f
 static int same_floats(const float *x, const float *y, int64_t n) { return !memcmp(x, y, (size_t)n * sizeof *x); }
 
 /* One case with a residual in the epilogue, on 3 threads: fconv_rows
- * and fconv_px (where the level has its tile) against the unfused
- * layers' bits; 1 where all agree. */
-static int px_residual_same(const px_case_t *t)
+ * and fconv_px (where the level has its tile; kept: its weights kept in a
+ * slot) against the unfused layers' bits; 1 where all agree. */
+static int px_residual_same(const px_case_t *t, int kept)
 {
     int64_t oh, ow;
     fconv_geom_t g = px_geom(t, &oh, &ow);
-    int64_t count = t->m * oh * ow, need = fconv_px_floats(&g, t->m);
+    int64_t count = t->m * oh * ow, need = fconv_px_floats(&g, t->m, kept);
+    void *slot = NULL;
     float *x = random_floats(t->c * t->h * t->w), *w = random_floats(t->m * t->c * t->kh * t->kw);
     float *bias = random_floats(t->m), *r = random_floats(count), *want = random_floats(count);
     float *got = random_floats(count), *px = random_floats(count);
@@ -590,9 +612,10 @@ static int px_residual_same(const px_case_t *t)
     int rc = fconv_rows(t->m, &g, w, x, want, &bare);
     unfused(want, r, count, t->act, lo, 0.5f);
     rc |= fconv_rows(t->m, &g, w, x, got, &e);
-    if (need) rc |= fconv_px(t->m, &g, w, x, px, &e, scratch, NULL);
+    if (need) rc |= fconv_px(t->m, &g, w, x, px, &e, scratch, kept ? &slot : NULL);
     else memcpy(px, want, (size_t)count * sizeof *px);
     pool_set_threads(1);
+    free(slot);
     int same = !rc && same_floats(want, got, count) && same_floats(want, px, count);
     if (!same) diag("conv + residual %s, m %lld: differs from the unfused layers", t->name, (long long)t->m);
     free(x); free(w); free(bias); free(r); free(want); free(got); free(px); free(scratch);
@@ -627,17 +650,20 @@ static void test_residual(void)
     ok(gemm_same == gemm_all, "fgemm and fgemm_ref with a residual: the unfused layers' bits (%d of %d cases)",
        gemm_same, gemm_all);
     /* the convolutions: px_cases' geometries (fconv_px where the level
-     * has its tile), and px16_cases' at m 1..16, every activation in turn */
+     * has its tile), px16_cases' at m 1..16, every activation in turn, and
+     * the small planes */
     int conv_same = 0, conv_all = 0;
     for (size_t i = 0; i < sizeof px_cases / sizeof px_cases[0]; i += 3, conv_all++)
-        conv_same += px_residual_same(&px_cases[i]);
+        conv_same += px_residual_same(&px_cases[i], 0);
     for (size_t i = 0; i < sizeof px16_cases / sizeof px16_cases[0]; i++)
         for (int64_t m = 1; m <= 16; m++, conv_all++) {
             px_case_t t = px16_cases[i];
             t.m = m;
             t.act = (int)(m + (int64_t)i) % (ACT_SILU + 1);
-            conv_same += px_residual_same(&t);
+            conv_same += px_residual_same(&t, 0);
         }
+    for (size_t i = 0; i < sizeof px_small_cases / sizeof px_small_cases[0]; i++, conv_all++)
+        conv_same += px_residual_same(&px_small_cases[i], 1);
     ok(conv_same == conv_all, "fconv_rows and fconv_px with a residual on %d geometries: the unfused layers' bits (%d)",
        conv_all, conv_same);
 }

@@ -55,6 +55,17 @@
  * in place 2-8% faster at 320x320 and 11-22% on the 640x640 stem, 2%
  * slower at 160x160 and below, 5-11% slower at stride 2 below 320x320. */
 #define INPLACE_MIN_PLANE 65536
+/* Output planes of at least this many pixels take the tile; below it, with
+ * the weights kept across calls (packed once), planes under SMALL_MAX_PLANE
+ * pixels of at least SMALL_MIN_M channels too: there conv.c's alternative
+ * is im2col + GEMM, and the tile's strips of consecutive pixels (px_run)
+ * waste little of a 10x10 plane. Measured against fconv_rows (kernels
+ * --shape, one thread, CPU clock): 10x10, 256 channels -6%, stride 2 to
+ * 10x10 with 256 -3%, with 128 level; 32 channels at 10x10 +14%; 400
+ * pixels level to +3%, where fconv_rows stays. */
+#define PX_MIN_PLANE 1024
+#define SMALL_MAX_PLANE 256
+#define SMALL_MIN_M 128
 
 /* Where the tiles of output rows [ra, rb), columns [ca, cb) read: pixel
  * (r, o)'s window is anchored at at + (r - r_at) rstep + (o - c_at) cstep
@@ -79,6 +90,7 @@ typedef struct px_src {
  * around it. */
 typedef struct px_plan {
     int oc, pix;
+    int64_t run;   /* one source for all (a band, or the input): strips per task of consecutive pixels; else 0 (a task per row) */
     px_src_t in;
     px_src_t band[MAX_BANDS];
     int nbands;
@@ -127,6 +139,7 @@ static void plan_whole(const fconv_geom_t *g, px_plan_t *pl)
     pl->band[0] = band_of(g, 0, g->oh, 0, g->ow);
     pl->nbands = 1;
     pl->in.rb = pl->in.ra;
+    pl->run = (g->ow + pl->pix - 1) / pl->pix;   /* about a row's pixels a task, as many tasks */
 }
 
 /* The output's pixels read in place -- windows inside the input: rows
@@ -150,6 +163,7 @@ static void plan_of(const fconv_geom_t *g, px_plan_t *pl)
     pl->in = (px_src_t){.ra = r_lo, .rb = r_hi, .ca = left_end, .cb = right_start, .rstep = g->sh * g->w,
                         .cstep = g->sw};
     pl->nbands = 0;
+    pl->run = 0;
     int framed = r_lo > 0 || r_hi < g->oh || left_end > 0 || right_start < g->ow;
     int large = g->h * g->w >= INPLACE_MIN_PLANE;
     if (r_lo >= r_hi || left_end > right_start || !(large || (!framed && g->sh == 1 && g->sw == 1))) {
@@ -165,6 +179,7 @@ static void plan_of(const fconv_geom_t *g, px_plan_t *pl)
     int64_t frame = 0;
     for (int i = 0; i < pl->nbands; i++) frame += band_plane(g, &pl->band[i]);
     if (frame >= band_plane(g, &whole)) plan_whole(g, pl);
+    else if (pl->nbands == 0) pl->run = (g->ow + pl->pix - 1) / pl->pix;   /* all in place: one source, as plan_whole */
 }
 
 /* 1 where every offset from a window's anchor fits the int32 koff: the
@@ -179,13 +194,15 @@ static int offsets_fit(const fconv_geom_t *g, const px_src_t *s, int in_place)
 }
 
 /* The plan into *pl and the scratch floats it needs, or 0 where the tile
- * does not apply. */
-static int64_t plan_floats(const fconv_geom_t *g, int64_t m, px_plan_t *pl)
+ * does not apply (kept: the weights are kept across calls). */
+static int64_t plan_floats(const fconv_geom_t *g, int64_t m, int kept, px_plan_t *pl)
 {
     const fgemm_arch_t *ar = fgemm_arch();
     if (!ar->tile_px || g->sh > 2 || g->sw > 2 || m < 1) return 0;
     if (ar->px_max_k && g->cin * g->kh * g->kw > ar->px_max_k) return 0;
-    if (g->oh * g->ow < 1024) return 0;   /* small planes: packing the weights would not pay (see fconv_rows) */
+    /* small planes: packing the weights would not pay (see fconv_rows) */
+    int64_t plane = g->oh * g->ow;
+    if (plane < PX_MIN_PLANE && !(kept && plane < SMALL_MAX_PLANE && m >= SMALL_MIN_M)) return 0;   /* small planes: packing the weights would not pay (see fconv_rows) */
     int narrow = m <= PX16 && ar->tile_px16;
     pl->oc = narrow ? PX16 : PX_OC;
     pl->pix = narrow ? PX16 : PX_PIX;
@@ -200,10 +217,10 @@ static int64_t plan_floats(const fconv_geom_t *g, int64_t m, px_plan_t *pl)
     return n + blocks * k * pl->oc + 16;
 }
 
-int64_t fconv_px_floats(const fconv_geom_t *g, int64_t m)
+int64_t fconv_px_floats(const fconv_geom_t *g, int64_t m, int kept)
 {
     px_plan_t pl;
-    return plan_floats(g, m, &pl);
+    return plan_floats(g, m, kept, &pl);
 }
 
 typedef struct px_job {
@@ -297,36 +314,56 @@ static void pack_block(void *ctx, int64_t b)
         }
 }
 
-/* Task r: output row r, every block of channels, a strip of pixels at a
- * time. */
-static void px_row(void *ctx, int64_t r)
+/* The anchors of a strip of npix pixels from output pixel (r, o) on, in
+ * the order of the output (into the next rows only where s is the whole
+ * band), in px[0 .. pix); pixels past npix repeat the last one: read,
+ * never stored. */
+static void strip_anchors(const fconv_geom_t *g, const px_src_t *s, int64_t r, int64_t o, int npix, int pix,
+                          const float **px)
+{
+    for (int i = 0; i < pix; i++) {
+        px[i] = s->at + (r - s->r_at) * s->rstep + (o - s->c_at) * s->cstep;
+        if (i + 1 < npix && ++o == g->ow) {
+            o = 0;
+            r++;
+        }
+    }
+}
+
+/* Task t: every block of channels on a run of output pixels, a strip at a
+ * time: output row t where the plan reads in place (a strip's pixels
+ * share a source, so strips stay in rows), else the t-th run of
+ * plan.run strips of consecutive pixels, rows or not (a 10-pixel row is
+ * then no strip of 8 and one of 2, where 6 pixels are computed for
+ * nothing). */
+static void px_run(void *ctx, int64_t t)
 {
     const px_job_t *j = ctx;
     const fconv_geom_t *g = j->g;
     const fgemm_arch_t *ar = fgemm_arch();
-    int64_t n = g->oh * g->ow;
-    int boc = j->plan.oc, pix = j->plan.pix;
+    const px_plan_t *pl = &j->plan;
+    int64_t n = g->oh * g->ow, q0 = pl->run ? t * pl->run * pl->pix : t * g->ow;
+    int64_t q1 = pl->run && q0 + pl->run * pl->pix < n ? q0 + pl->run * pl->pix : pl->run ? n : q0 + g->ow;
+    int boc = pl->oc;
     void (*tile)(int64_t, const float *const *, const int32_t *, const float *, float *, int64_t, int, int,
                  const float *, const fgemm_epi_t *) = boc == PX16 ? ar->tile_px16 : ar->tile_px;
     for (int64_t b = 0; b < j->blocks; b++) {
         int noc = j->m - b * boc < boc ? (int)(j->m - b * boc) : boc;
         const float *bias = j->e.bias ? j->e.bias + b * boc : NULL;
-        for (int64_t o0 = 0; o0 < g->ow; o0 += pix) {
-            int npix = g->ow - o0 < pix ? (int)(g->ow - o0) : pix;
-            const px_src_t *s = source_of(&j->plan, r, o0, npix);
+        int64_t r = q0 / g->ow, o = q0 % g->ow;
+        for (int64_t q = q0; q < q1; q += pl->pix) {
+            int npix = q1 - q < pl->pix ? (int)(q1 - q) : pl->pix;
+            const px_src_t *s = !pl->run ? source_of(pl, r, o, npix) : pl->nbands ? &pl->band[0] : &pl->in;
             const float *px[PX16];
-            for (int i = 0; i < pix; i++) {   /* pixels past the row repeat its last one: read, never stored */
-                int64_t o = o0 + (i < npix ? i : npix - 1);
-                px[i] = s->at + (r - s->r_at) * s->rstep + (o - s->c_at) * s->cstep;
-            }
-            float *y = j->y + b * boc * n + r * g->ow + o0;
-            tile(j->k, px, s->koff, j->wp + b * j->k * boc, y, n, npix, noc, bias, &j->te);
+            strip_anchors(g, s, r, o, npix, pl->pix, px);
+            tile(j->k, px, s->koff, j->wp + b * j->k * boc, j->y + b * boc * n + q, n, npix, noc, bias, &j->te);
+            for (o += npix; o >= g->ow; o -= g->ow) r++;
         }
-        /* the rest of the epilogue on the block's row of outputs, still in
-         * L1 or L2: noc runs of ow floats, where a tile's pixels would
-         * read the residual as noc runs of a strip a plane apart */
-        int64_t at = b * boc * n + r * g->ow;
-        fgemm_tile_post(j->y + at, n, noc, (int)g->ow, j->e.res ? j->e.res + at : NULL, &j->e);
+        /* the rest of the epilogue on the block's run of outputs, still
+         * in L1 or L2: noc runs of q1 - q0 floats, where a tile's pixels
+         * would read the residual as noc runs of a strip a plane apart */
+        int64_t at = b * boc * n + q0;
+        fgemm_tile_post(j->y + at, n, noc, (int)(q1 - q0), j->e.res ? j->e.res + at : NULL, &j->e);
     }
 }
 
@@ -334,7 +371,8 @@ int fconv_px(int64_t m, const fconv_geom_t *g, const float *w, const float *x, f
              float *scratch, void **cache)
 {
     px_job_t j = {.g = g, .x = x, .w = w, .y = y, .m = m};
-    if (!plan_floats(g, m, &j.plan)) return -1;
+    if (!plan_floats(g, m, cache != NULL, &j.plan)) return -1;
+    int64_t n = g->oh * g->ow;
     j.k = g->cin * g->kh * g->kw;
     j.blocks = (m + j.plan.oc - 1) / j.plan.oc;
     if (epi) j.e = *epi;
@@ -361,7 +399,7 @@ int fconv_px(int64_t m, const fconv_geom_t *g, const float *w, const float *x, f
     j.plan.in.koff = koff_of(g, &j.plan.in, 1);
     for (int i = 0; i < j.plan.nbands; i++) j.plan.band[i].koff = koff_of(g, &j.plan.band[i], 0);
     pool_for(g->cin * j.plan.nbands, fill_band, &j);
-    pool_for(g->oh, px_row, &j);
+    pool_for(j.plan.run ? (n + j.plan.run * j.plan.pix - 1) / (j.plan.run * j.plan.pix) : g->oh, px_run, &j);
     free(j.plan.in.koff);
     for (int i = 0; i < j.plan.nbands; i++) free(j.plan.band[i].koff);
     return 0;

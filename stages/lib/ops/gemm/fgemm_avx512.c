@@ -356,41 +356,23 @@ KT static void tile_px_avx512(int64_t k, const float *const *px, const int32_t *
 /* The 16 x 16 pixel tile's accumulators: pixel i's 16 channels in a##i. */
 #define P16(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11) X(12) X(13) X(14) X(15)
 #define P16_ZERO(i) __m512 a##i = _mm512_setzero_ps();
-#define P16_FMA(i) a##i = _mm512_fmadd_ps(_mm512_set1_ps(P16_IN(i)), wv, a##i);
+#define P16_FMA(i) a##i = _mm512_fmadd_ps(_mm512_set1_ps(px[i][o]), wv, a##i);
 #define P16_SET(i) sum[i] = a##i, a##i = _mm512_setzero_ps();
 #define P16_ADD(i) sum[i] = _mm512_add_ps(sum[i], a##i), a##i = _mm512_setzero_ps();
 #define P16_BACK(i) a##i = _mm512_add_ps(sum[i], a##i);
 #define P16_FINISH(i) a##i = finish(a##i, bv, zero, e);
 #define P16_TO(i) v[i] = a##i;
 #define P16_FROM(i) a##i = v[i];
-/* Steps [pb, pe) of k: one load of the 16 channels' weights, 16 FMAs on
- * the pixels' inputs (P16_IN(i): pixel i's of step p, at offset o). */
-#define P16_STEPS                                       \
-    for (int64_t p = pb; p < pe; p++, wp += 16) {       \
-        int32_t o = koff[p];                            \
-        __m512 wv = _mm512_load_ps(wp);                 \
-        P16(P16_FMA)                                    \
-    }
-
-/* The step between the 16 pixels' anchors where it is one, 1 or 2 floats
- * (a whole strip of consecutive pixels, in place at stride 1 or 2, or in a
- * band's phase): then every input is one register plus a constant
- * displacement; else 0 (a strip's last pixels repeat its last one). */
-static int strip_step(const float *const *px)
-{
-    uintptr_t d = (uintptr_t)px[1] - (uintptr_t)px[0];
-    if (d != sizeof(float) && d != 2 * sizeof(float)) return 0;
-    for (uintptr_t i = 2; i < 16; i++)
-        if ((uintptr_t)px[i] - (uintptr_t)px[0] != i * d) return 0;
-    return (int)(d / sizeof(float));
-}
 
 /* fconv_px's tile for at most 16 output channels (fgemm_impl.h): 16
  * pixels' values broadcast against one vector of 16 channels' weights (16
  * floats a step), 16 accumulators, where the 8 x 32 tile would spend half
  * its FMAs on the zero weights past m. Each element is summed in the
  * blocked order of every other tile, then finish, act_block, and a
- * transposed store as tile_px_avx512's, the same bits. */
+ * transposed store as tile_px_avx512's, the same bits. Each input is read
+ * through its pixel's pointer (px[i][o]): the spilled pointers cost ~1%
+ * against a strip's one pointer plus constant displacements (measured), so
+ * strips need not be regular (fconv_px's strips may span rows). */
 KT static void tile_px16_avx512(int64_t k, const float *const *px, const int32_t *koff, const float *wp, float *y,
                                 int64_t ldy, int npix, int noc, const float *bias, const fgemm_epi_t *e)
 {
@@ -398,24 +380,14 @@ KT static void tile_px16_avx512(int64_t k, const float *const *px, const int32_t
     /* the blocks' sum before the current block (fgemm_impl.h's order); set
      * at the first block's end before any use (zeroed for gcc's sake) */
     __m512 sum[16] = {0};
-    const float *q = px[0];
-    int step = strip_step(px);
     for (int64_t pb = 0; pb < k; pb += FG_KB) {
         int64_t pe = k - pb < FG_KB ? k : pb + FG_KB;
         if (pb == FG_KB) { P16(P16_SET) }
         else if (pb > 0) { P16(P16_ADD) }
-        if (step == 1) {
-#define P16_IN(i) q[o + (i)]
-            P16_STEPS
-#undef P16_IN
-        } else if (step == 2) {
-#define P16_IN(i) q[o + 2 * (i)]
-            P16_STEPS
-#undef P16_IN
-        } else {
-#define P16_IN(i) px[i][o]
-            P16_STEPS
-#undef P16_IN
+        for (int64_t p = pb; p < pe; p++, wp += 16) {
+            int32_t o = koff[p];
+            __m512 wv = _mm512_load_ps(wp);
+            P16(P16_FMA)
         }
     }
     if (k > FG_KB) { P16(P16_BACK) }
