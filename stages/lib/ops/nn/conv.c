@@ -404,7 +404,8 @@ static void run_cols(dtype_t dt, const nn_geom_t *g, int64_t channels, int64_t r
  * its stride phases, in scratch, so their strips read consecutive
  * elements too); the same sums as the GEMM over im2col's columns. 0 where it
  * cannot, or where im2col + GEMM measured faster: an output plane so small
- * that the strips are mostly edges, and strips that must be gathered
+ * that the strips are mostly edges (unless the pixel tile takes it: with
+ * the weights kept and many channels, fconv_px.c), and strips that must be gathered
  * (output rows narrower than the input's, no phase split) for fewer than
  * GATHER_MIN_M output channels, too few to repay the gathers. */
 #define DIRECT_MIN_COLS 256
