@@ -77,7 +77,9 @@ nodes, inits, x = [], [], "x"
 for i in range(24):
     n, w = conv(i, x, "h%d" % i if i < 23 else "y", 16)
     nodes.append(n); inits.append(w); x = "h%d" % i
-d = fixture("chain", nodes, inits, [1, 16, 64, 64])
+# 128x128: enough work that 2 s cannot finish the search (at 64x64 the
+# 16-channel pixel tile ran all 104 evaluations in 2.0 s)
+d = fixture("chain", nodes, inits, [1, 16, 128, 128])
 t0 = time.time()
 rc, _, err = run("fix-precision", os.path.join(d, "c.yaml"), "--precision", "fp16", "-c", "snr=300", "--samples", 2,
                  "--holdout", 2, "--max-evals", 1000, "--max-seconds", 2, "-o", os.path.join(d, "out"))

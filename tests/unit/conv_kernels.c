@@ -7,8 +7,9 @@
  * Conv through node_run with a fused activation, with the kernel on and
  * off, against a direct loop (the activation applied exactly once); and
  * the 2-D pools' fast rows (ops/nn/poolrow.c) against window loops written
- * here, bit for bit, NaN and signed zeros included; and a residual in the
- * epilogue against the unfused layers' bits. */
+ * here, bit for bit, NaN and signed zeros included; a residual in the
+ * epilogue against the unfused layers' bits; and fconv_px's pixel tiles
+ * (the 16-channel one at every m from 1 to 16) against fconv_rows. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -462,61 +463,125 @@ static const px_case_t px_cases[] = {
     {"5x5 pad 2, 9 wide, 8000 high (no strip in place)", 1, 32, 8000, 9, 5, 5, 1, 2, 2, 2, 2, ACT_NONE, 1, 0},
 };
 
+/* The case's output size and fconv geometry. */
+static fconv_geom_t px_geom(const px_case_t *t, int64_t *oh, int64_t *ow)
+{
+    int s = t->s ? t->s : 1;
+    *oh = (t->h + t->pt + t->pb - (t->kh - 1) * t->dil - 1) / s + 1;
+    *ow = (t->w + t->pl + t->pr - (t->kw - 1) * t->dil - 1) / s + 1;
+    fconv_geom_t g = {t->c, t->h, t->w, *oh, *ow, t->kh, t->kw, s, s, {0}, {0}, NULL};
+    for (int a = 0; a < t->kh; a++) g.dh[a] = a * t->dil - t->pt;
+    for (int b = 0; b < t->kw; b++) g.dw[b] = b * t->dil - t->pl;
+    return g;
+}
+
+/* fconv_px on one case against fconv_rows, with its weights packed per
+ * call and kept (kept_only: kept in both calls, as small planes take the
+ * tile only then): 1 the same bits, 0 not (or a scratch size out of its
+ * bounds), -1 where the tile does not apply. */
+static int px_same_as_rows(const px_case_t *t, int kept_only)
+{
+    int64_t oh, ow;
+    fconv_geom_t g = px_geom(t, &oh, &ow);
+    int s = t->s ? t->s : 1;
+    int64_t need = fconv_px_floats(&g, t->m, kept_only);
+    if (!need) return -1;
+    int64_t k = t->c * t->kh * t->kw;
+    /* never more scratch than a padded copy of the whole input (stride
+     * phases rounded up) and the weights (blocks of 32 channels; of 16 for
+     * at most 16 at AVX-512, tile_px16); read in place, less than the
+     * input and the weights */
+    int64_t oc = t->m <= 16 && isa_active() == ISA_AVX512 ? 16 : 32;
+    int64_t packed = (t->m + oc - 1) / oc * oc * k + 16;
+    int64_t whole = t->c * (t->h + t->pt + t->pb + s) * (t->w + t->pl + t->pr + s) + packed;
+    if (need > whole || (need < t->c * t->h * t->w + packed) != t->in_place) {
+        diag("fconv_px %s, m %lld: scratch %lld floats (a whole copy %lld, the input %lld): %s in place", t->name,
+             (long long)t->m, (long long)need, (long long)whole, (long long)(t->c * t->h * t->w),
+             t->in_place ? "not" : "read");
+        return 0;
+    }
+    float *x = random_floats(t->c * t->h * t->w), *w = random_floats(t->m * k), *bias = random_floats(t->m);
+    float *y1 = random_floats(t->m * oh * ow), *y2 = random_floats(t->m * oh * ow), *scratch = malloc((size_t)need * sizeof *scratch);
+    fgemm_epi_t e = {bias, t->act, t->act == ACT_LEAKY ? 0.2f : -0.5f, 0.5f, NULL};
+    /* the reference: fconv_rows (on the stride phases where it takes them) */
+    int64_t ph = fconv_phase_floats(&g);
+    float *phase = ph ? malloc((size_t)ph * sizeof *phase) : NULL;
+    g.phase = phase;
+    int rc = fconv_rows(t->m, &g, w, x, y1, &e);
+    g.phase = NULL;
+    memset(scratch, 0xff, (size_t)need * sizeof *scratch);   /* NaN: a part of the copy left unfilled shows */
+    void *slot2 = NULL;
+    rc |= fconv_px(t->m, &g, w, x, y2, &e, scratch, kept_only ? &slot2 : NULL);
+    free(phase);
+    free(slot2);
+    /* with a cache slot: the first call packs the weights into it, the
+     * second uses them (so it ignores the zeroed weights it is given) */
+    void *slot = NULL;
+    float *y3 = random_floats(t->m * oh * ow), *w0 = calloc((size_t)(t->m * k), sizeof *w0);
+    rc |= fconv_px(t->m, &g, w, x, y3, &e, scratch, &slot);
+    int kept = slot != NULL && !memcmp(y1, y3, (size_t)(t->m * oh * ow) * sizeof *y1);
+    rc |= fconv_px(t->m, &g, w0, x, y3, &e, scratch, &slot);
+    kept = kept && !memcmp(y1, y3, (size_t)(t->m * oh * ow) * sizeof *y1);
+    int same = !rc && kept && !memcmp(y1, y2, (size_t)(t->m * oh * ow) * sizeof *y1);
+    if (!same)
+        diag("fconv_px %s, m %lld: differs from fconv_rows%s", t->name, (long long)t->m,
+             kept ? "" : " (with its weights kept)");
+    free(slot); free(y3); free(w0);
+    free(x); free(w); free(bias); free(y1); free(y2); free(scratch);
+    return same;
+}
+
+/* Geometries run at every m from 1 to 16 (tile_px16 at AVX-512, the wide
+ * tile's channels past m elsewhere): widths not a multiple of 16 (a last
+ * strip of 5, 1 or 11 pixels whose pixels repeat) and of 8, stride 2,
+ * k past one accumulation block, read in place and in bands. */
+static const px_case_t px16_cases[] = {
+    {"3x3 pad 1, 37 wide", 4, 0, 45, 37, 3, 3, 1, 1, 1, 1, 1, ACT_RELU},
+    {"3x3 stride 2 pad 1, 33 wide, odd", 3, 0, 71, 65, 3, 3, 1, 1, 1, 1, 1, ACT_SILU, 2},
+    {"3x3 pad 1, 30 channels (k 270: a block and 14 steps), 27 wide", 30, 0, 40, 27, 3, 3, 1, 1, 1, 1, 1, ACT_CLIP},
+    {"in place: 3x3 pad 1, 261 wide", 2, 0, 257, 261, 3, 3, 1, 1, 1, 1, 1, ACT_LEAKY, 1, 1},
+    {"in place: 3x3 stride 2 pad 1 (a stem), 150 wide", 3, 0, 300, 299, 3, 3, 1, 1, 1, 1, 1, ACT_SIGMOID, 2, 1},
+    {"1x1, 33 wide (in place: no window leaves the input)", 5, 0, 40, 33, 1, 1, 1, 0, 0, 0, 0, ACT_NONE, 1, 1},
+};
+
+/* Small planes, which take the tile only with the weights kept and at
+ * least 128 channels (fconv_px.c): strips of consecutive pixels across
+ * rows (px_run), rows of 10, 9 and 5 pixels, stride 2, partial blocks of
+ * channels, k past one accumulation block, a 1x1 read in place. */
+static const px_case_t px_small_cases[] = {
+    {"small: 3x3 pad 1, 10x10, 128 out", 20, 128, 10, 10, 3, 3, 1, 1, 1, 1, 1, ACT_RELU},
+    {"small: 3x3 stride 2 pad 1, 19x21 -> 10x11, 140 out", 12, 140, 19, 21, 3, 3, 1, 1, 1, 1, 1, ACT_SILU, 2},
+    {"small: 3x3 pad 1, 30 channels (k 270), 7x9, 133 out", 30, 133, 7, 9, 3, 3, 1, 1, 1, 1, 1, ACT_CLIP},
+    {"small: 3x3 pads 0,1,2,1, 5x5, 256 out", 8, 256, 5, 5, 3, 3, 1, 0, 1, 2, 1, ACT_LEAKY},
+    {"small: 1x1 stride 2, 13x15 -> 7x8", 16, 160, 13, 15, 1, 1, 1, 0, 0, 0, 0, ACT_SIGMOID, 2},
+};
+
 static void test_px_bits(void)
 {
-    int compared = 0, same = 0;
-    for (size_t i = 0; i < sizeof px_cases / sizeof px_cases[0]; i++) {
-        const px_case_t *t = &px_cases[i];
-        int s = t->s ? t->s : 1;
-        int64_t oh = (t->h + t->pt + t->pb - (t->kh - 1) * t->dil - 1) / s + 1;
-        int64_t ow = (t->w + t->pl + t->pr - (t->kw - 1) * t->dil - 1) / s + 1;
-        fconv_geom_t g = {t->c, t->h, t->w, oh, ow, t->kh, t->kw, s, s, {0}, {0}, NULL};
-        for (int a = 0; a < t->kh; a++) g.dh[a] = a * t->dil - t->pt;
-        for (int b = 0; b < t->kw; b++) g.dw[b] = b * t->dil - t->pl;
-        int64_t need = fconv_px_floats(&g, t->m);
-        if (!need) continue;
-        int64_t k = t->c * t->kh * t->kw;
-        /* never more scratch than a padded copy of the whole input (stride
-         * phases rounded up) and the weights; read in place, less than the
-         * input and the weights */
-        int64_t packed = (t->m + 31) / 32 * 32 * k + 16;
-        int64_t whole = t->c * (t->h + t->pt + t->pb + s) * (t->w + t->pl + t->pr + s) + packed;
-        if (need > whole || (need < t->c * t->h * t->w + packed) != t->in_place) {
-            diag("fconv_px %s: scratch %lld floats (a whole copy %lld, the input %lld): %s in place", t->name,
-                 (long long)need, (long long)whole, (long long)(t->c * t->h * t->w), t->in_place ? "not" : "read");
-            compared++;
-            continue;
+    int compared = 0, same = 0, all = 0;
+    for (size_t i = 0; i < sizeof px_cases / sizeof px_cases[0]; i++, all++) {
+        int r = px_same_as_rows(&px_cases[i], 0);
+        compared += r >= 0;
+        same += r == 1;
+    }
+    for (size_t i = 0; i < sizeof px16_cases / sizeof px16_cases[0]; i++)
+        for (int64_t m = 1; m <= 16; m++, all++) {
+            px_case_t t = px16_cases[i];
+            t.m = m;
+            int r = px_same_as_rows(&t, 0);
+            compared += r >= 0;
+            same += r == 1;
         }
-        float *x = random_floats(t->c * t->h * t->w), *w = random_floats(t->m * k), *bias = random_floats(t->m);
-        float *y1 = random_floats(t->m * oh * ow), *y2 = random_floats(t->m * oh * ow), *scratch = malloc((size_t)need * sizeof *scratch);
-        fgemm_epi_t e = {bias, t->act, t->act == ACT_LEAKY ? 0.2f : -0.5f, 0.5f, NULL};
-        /* the reference: fconv_rows (on the stride phases where it takes them) */
-        int64_t ph = fconv_phase_floats(&g);
-        float *phase = ph ? malloc((size_t)ph * sizeof *phase) : NULL;
-        g.phase = phase;
-        int rc = fconv_rows(t->m, &g, w, x, y1, &e);
-        g.phase = NULL;
-        memset(scratch, 0xff, (size_t)need * sizeof *scratch);   /* NaN: a part of the copy left unfilled shows */
-        rc |= fconv_px(t->m, &g, w, x, y2, &e, scratch, NULL);
-        free(phase);
-        /* with a cache slot: the first call packs the weights into it, the
-         * second uses them (so it ignores the zeroed weights it is given) */
-        void *slot = NULL;
-        float *y3 = random_floats(t->m * oh * ow), *w0 = calloc((size_t)(t->m * k), sizeof *w0);
-        rc |= fconv_px(t->m, &g, w, x, y3, &e, scratch, &slot);
-        int kept = slot != NULL && !memcmp(y1, y3, (size_t)(t->m * oh * ow) * sizeof *y1);
-        rc |= fconv_px(t->m, &g, w0, x, y3, &e, scratch, &slot);
-        kept = kept && !memcmp(y1, y3, (size_t)(t->m * oh * ow) * sizeof *y1);
-        free(slot); free(y3); free(w0);
-        compared++;
-        if (!rc && kept && !memcmp(y1, y2, (size_t)(t->m * oh * ow) * sizeof *y1)) same++;
-        else diag("fconv_px %s: differs from fconv_rows%s", t->name, kept ? "" : " (with its weights kept)");
-        free(x); free(w); free(bias); free(y1); free(y2); free(scratch);
+    for (size_t i = 0; i < sizeof px_small_cases / sizeof px_small_cases[0]; i++, all++) {
+        int r = px_same_as_rows(&px_small_cases[i], 1);
+        compared += r >= 0;
+        same += r == 1;
     }
     if (isa_active() >= ISA_AVX2)
-        ok(compared == (int)(sizeof px_cases / sizeof px_cases[0]) && same == compared,
-           "fconv_px at %s: the same bits as fconv_rows on %d geometries (%d compared), weights packed per call and kept",
-           isa_name(isa_active()), same, compared);
+        ok(compared == all && same == compared,
+           "fconv_px at %s: the same bits as fconv_rows on %d geometries (%d compared; m 1..16 on %d of them; %d small planes), weights packed per call and kept",
+           isa_name(isa_active()), same, compared, (int)(sizeof px16_cases / sizeof px16_cases[0]),
+           (int)(sizeof px_small_cases / sizeof px_small_cases[0]));
     else
         ok(compared == 0, "fconv_px: no tile in portable C (conv.c keeps the packed path): %d run", compared);
 }
@@ -537,6 +602,35 @@ static void unfused(float *y, const float *r, int64_t count, int act, float a, f
 }
 
 static int same_floats(const float *x, const float *y, int64_t n) { return !memcmp(x, y, (size_t)n * sizeof *x); }
+
+/* One case with a residual in the epilogue, on 3 threads: fconv_rows
+ * and fconv_px (where the level has its tile; kept: its weights kept in a
+ * slot) against the unfused layers' bits; 1 where all agree. */
+static int px_residual_same(const px_case_t *t, int kept)
+{
+    int64_t oh, ow;
+    fconv_geom_t g = px_geom(t, &oh, &ow);
+    int64_t count = t->m * oh * ow, need = fconv_px_floats(&g, t->m, kept);
+    void *slot = NULL;
+    float *x = random_floats(t->c * t->h * t->w), *w = random_floats(t->m * t->c * t->kh * t->kw);
+    float *bias = random_floats(t->m), *r = random_floats(count), *want = random_floats(count);
+    float *got = random_floats(count), *px = random_floats(count);
+    float *scratch = malloc((size_t)(need > 0 ? need : 1) * sizeof *scratch);
+    float lo = t->act == ACT_LEAKY ? 0.2f : -0.5f;
+    fgemm_epi_t bare = {bias, ACT_NONE, 0, 0, NULL}, e = {bias, t->act, lo, 0.5f, NULL, r};
+    pool_set_threads(3);
+    int rc = fconv_rows(t->m, &g, w, x, want, &bare);
+    unfused(want, r, count, t->act, lo, 0.5f);
+    rc |= fconv_rows(t->m, &g, w, x, got, &e);
+    if (need) rc |= fconv_px(t->m, &g, w, x, px, &e, scratch, kept ? &slot : NULL);
+    else memcpy(px, want, (size_t)count * sizeof *px);
+    pool_set_threads(1);
+    free(slot);
+    int same = !rc && same_floats(want, got, count) && same_floats(want, px, count);
+    if (!same) diag("conv + residual %s, m %lld: differs from the unfused layers", t->name, (long long)t->m);
+    free(x); free(w); free(bias); free(r); free(want); free(got); free(px); free(scratch);
+    return same;
+}
 
 static void test_residual(void)
 {
@@ -565,34 +659,21 @@ static void test_residual(void)
             }
     ok(gemm_same == gemm_all, "fgemm and fgemm_ref with a residual: the unfused layers' bits (%d of %d cases)",
        gemm_same, gemm_all);
-    /* the convolutions: px_cases' geometries (fconv_px where the level has its tile) */
+    /* the convolutions: px_cases' geometries (fconv_px where the level
+     * has its tile), px16_cases' at m 1..16, every activation in turn, and
+     * the small planes */
     int conv_same = 0, conv_all = 0;
-    for (size_t i = 0; i < sizeof px_cases / sizeof px_cases[0]; i += 3) {
-        const px_case_t *t = &px_cases[i];
-        int s = t->s ? t->s : 1;
-        int64_t oh = (t->h + t->pt + t->pb - (t->kh - 1) * t->dil - 1) / s + 1;
-        int64_t ow = (t->w + t->pl + t->pr - (t->kw - 1) * t->dil - 1) / s + 1;
-        fconv_geom_t g = {t->c, t->h, t->w, oh, ow, t->kh, t->kw, s, s, {0}, {0}, NULL};
-        for (int a = 0; a < t->kh; a++) g.dh[a] = a * t->dil - t->pt;
-        for (int b = 0; b < t->kw; b++) g.dw[b] = b * t->dil - t->pl;
-        int64_t k = t->c * t->kh * t->kw, count = t->m * oh * ow, need = fconv_px_floats(&g, t->m);
-        float *x = random_floats(t->c * t->h * t->w), *w = random_floats(t->m * k), *bias = random_floats(t->m);
-        float *r = random_floats(count), *want = random_floats(count), *got = random_floats(count);
-        float *px = random_floats(count), *scratch = malloc((size_t)(need > 0 ? need : 1) * sizeof *scratch);
-        float lo = t->act == ACT_LEAKY ? 0.2f : -0.5f;
-        fgemm_epi_t bare = {bias, ACT_NONE, 0, 0, NULL}, e = {bias, t->act, lo, 0.5f, NULL, r};
-        pool_set_threads(3);
-        int rc = fconv_rows(t->m, &g, w, x, want, &bare);
-        unfused(want, r, count, t->act, lo, 0.5f);
-        rc |= fconv_rows(t->m, &g, w, x, got, &e);
-        if (need) rc |= fconv_px(t->m, &g, w, x, px, &e, scratch, NULL);
-        else memcpy(px, want, (size_t)count * sizeof *px);
-        pool_set_threads(1);
-        conv_all++;
-        if (!rc && same_floats(want, got, count) && same_floats(want, px, count)) conv_same++;
-        else diag("conv + residual %s: differs from the unfused layers", t->name);
-        free(x); free(w); free(bias); free(r); free(want); free(got); free(px); free(scratch);
-    }
+    for (size_t i = 0; i < sizeof px_cases / sizeof px_cases[0]; i += 3, conv_all++)
+        conv_same += px_residual_same(&px_cases[i], 0);
+    for (size_t i = 0; i < sizeof px16_cases / sizeof px16_cases[0]; i++)
+        for (int64_t m = 1; m <= 16; m++, conv_all++) {
+            px_case_t t = px16_cases[i];
+            t.m = m;
+            t.act = (int)(m + (int64_t)i) % (ACT_SILU + 1);
+            conv_same += px_residual_same(&t, 0);
+        }
+    for (size_t i = 0; i < sizeof px_small_cases / sizeof px_small_cases[0]; i++, conv_all++)
+        conv_same += px_residual_same(&px_small_cases[i], 1);
     ok(conv_same == conv_all, "fconv_rows and fconv_px with a residual on %d geometries: the unfused layers' bits (%d)",
        conv_all, conv_same);
 }

@@ -4,7 +4,11 @@
  * once per call), the way direct convolutions on blocked layouts run,
  * instead of packing the input strip by strip for every block of output
  * channels (on high-resolution layers with few channels that packing is a
- * fifth of the work).
+ * fifth of the work). Where m <= 16 and the set has it (tile_px16, at
+ * AVX-512), the tile is 16 pixels by one vector of 16 channels instead,
+ * the weights packed 16 a step: the wide tile would spend half its FMAs
+ * on the zero weights past m (RT-DETR's 16 -> 16 layer at 160x160 1.8x
+ * faster, its 3 -> 16 stem 1.5x, the kernels alone).
  *
  * Large input planes are read where they lie: only the frame of output
  * pixels whose windows reach past the edges -- the rows above and below,
@@ -33,9 +37,13 @@
 #include "util/err.h"
 #include "util/pool.h"
 
-/* Output channels per tile (two AVX-512 vectors) and pixels per tile. */
+/* Output channels per tile (two AVX-512 vectors) and pixels per tile;
+ * for at most 16 output channels, where the set has that tile (tile_px16),
+ * 16 channels (one vector) by 16 pixels instead: the wide tile would
+ * spend half its FMAs on zero weights. */
 #define PX_OC 32
 #define PX_PIX 8
+#define PX16 16
 /* Bands of the frame: top, bottom, left, right (or one for everything). */
 #define MAX_BANDS 4
 /* Input planes of at least this many floats are read in place. Below it a
@@ -47,6 +55,18 @@
  * in place 2-8% faster at 320x320 and 11-22% on the 640x640 stem, 2%
  * slower at 160x160 and below, 5-11% slower at stride 2 below 320x320. */
 #define INPLACE_MIN_PLANE 65536
+/* Output planes of at least this many pixels take the tile; below it, with
+ * the weights kept across calls (packed once), planes under SMALL_MAX_PLANE
+ * pixels of at least SMALL_MIN_M channels too: there conv.c's alternative
+ * is im2col + GEMM, and the tile's strips of consecutive pixels (px_run)
+ * waste little of a 10x10 plane. Measured against fconv_rows (kernels
+ * --shape, one thread, CPU clock): 10x10, 256 channels -6%, stride 2 to
+ * 10x10 with 256 -3%, with 128 level; 32 channels at 10x10 +14%; 400
+ * pixels level to +3%, where fconv_rows stays. At AVX2 (up to its
+ * px_max_k): 64 -> 128 at 10x10 -30%, 64 -> 256 stride 2 to 10x10 -9%. */
+#define PX_MIN_PLANE 1024
+#define SMALL_MAX_PLANE 256
+#define SMALL_MIN_M 128
 
 /* Where the tiles of output rows [ra, rb), columns [ca, cb) read: pixel
  * (r, o)'s window is anchored at at + (r - r_at) rstep + (o - c_at) cstep
@@ -66,9 +86,14 @@ typedef struct px_src {
     int32_t *koff;
 } px_src_t;
 
-/* The input read in place (its rectangle of output pixels), and the bands
- * of the frame around it. */
+/* The tile (oc output channels by pix pixels, a strip), the input read in
+ * place (its rectangle of output pixels), and the bands of the frame
+ * around it. */
 typedef struct px_plan {
+    int oc, pix;
+    /* one source for all (a band, or the input): strips of consecutive
+     * pixels per task; else 0 (a task per output row) */
+    int64_t run;
     px_src_t in;
     px_src_t band[MAX_BANDS];
     int nbands;
@@ -117,10 +142,11 @@ static void plan_whole(const fconv_geom_t *g, px_plan_t *pl)
     pl->band[0] = band_of(g, 0, g->oh, 0, g->ow);
     pl->nbands = 1;
     pl->in.rb = pl->in.ra;
+    pl->run = (g->ow + pl->pix - 1) / pl->pix;   /* about a row's pixels a task, as many tasks */
 }
 
 /* The output's pixels read in place -- windows inside the input: rows
- * [r_lo, r_hi), and there the strips of PX_PIX pixels inside columns
+ * [r_lo, r_hi), and there the strips of pl->pix pixels inside columns
  * [o_lo, o_hi) -- and the bands of the frame around them: the rows above
  * and below, and in between the strips that reach past the left or the
  * right edge. Small planes (unless nothing is framed at stride 1), and
@@ -133,13 +159,14 @@ static void plan_of(const fconv_geom_t *g, px_plan_t *pl)
     /* rows r with 0 <= sh r + lo_r and sh r + hi_r < h; columns alike */
     int64_t r_lo = clamp64(ceil_div(-lo_r, g->sh), 0, g->oh), r_hi = clamp64(floor_div(g->h - 1 - hi_r, g->sh) + 1, 0, g->oh);
     int64_t o_lo = clamp64(ceil_div(-lo_c, g->sw), 0, g->ow), o_hi = clamp64(floor_div(g->w - 1 - hi_c, g->sw) + 1, 0, g->ow);
-    /* strips start at multiples of PX_PIX: the left ones end at the first
+    /* strips start at multiples of pix: the left ones end at the first
      * start at or past o_lo, the right ones start at the strip holding o_hi */
-    int64_t left_end = clamp64(ceil_div(o_lo, PX_PIX) * PX_PIX, 0, g->ow);
-    int64_t right_start = o_hi < g->ow ? o_hi / PX_PIX * PX_PIX : g->ow;
+    int64_t left_end = clamp64(ceil_div(o_lo, pl->pix) * pl->pix, 0, g->ow);
+    int64_t right_start = o_hi < g->ow ? o_hi / pl->pix * pl->pix : g->ow;
     pl->in = (px_src_t){.ra = r_lo, .rb = r_hi, .ca = left_end, .cb = right_start, .rstep = g->sh * g->w,
                         .cstep = g->sw};
     pl->nbands = 0;
+    pl->run = 0;
     int framed = r_lo > 0 || r_hi < g->oh || left_end > 0 || right_start < g->ow;
     int large = g->h * g->w >= INPLACE_MIN_PLANE;
     if (r_lo >= r_hi || left_end > right_start || !(large || (!framed && g->sh == 1 && g->sw == 1))) {
@@ -155,6 +182,7 @@ static void plan_of(const fconv_geom_t *g, px_plan_t *pl)
     int64_t frame = 0;
     for (int i = 0; i < pl->nbands; i++) frame += band_plane(g, &pl->band[i]);
     if (frame >= band_plane(g, &whole)) plan_whole(g, pl);
+    else if (pl->nbands == 0) pl->run = (g->ow + pl->pix - 1) / pl->pix;   /* all in place: one source, as plan_whole */
 }
 
 /* 1 where every offset from a window's anchor fits the int32 koff: the
@@ -169,13 +197,18 @@ static int offsets_fit(const fconv_geom_t *g, const px_src_t *s, int in_place)
 }
 
 /* The plan into *pl and the scratch floats it needs, or 0 where the tile
- * does not apply. */
-static int64_t plan_floats(const fconv_geom_t *g, int64_t m, px_plan_t *pl)
+ * does not apply (kept: the weights are kept across calls). */
+static int64_t plan_floats(const fconv_geom_t *g, int64_t m, int kept, px_plan_t *pl)
 {
     const fgemm_arch_t *ar = fgemm_arch();
     if (!ar->tile_px || g->sh > 2 || g->sw > 2 || m < 1) return 0;
     if (ar->px_max_k && g->cin * g->kh * g->kw > ar->px_max_k) return 0;
-    if (g->oh * g->ow < 1024) return 0;   /* small planes: packing the weights would not pay (see fconv_rows) */
+    /* small planes: packing the weights would not pay (see fconv_rows) */
+    int64_t plane = g->oh * g->ow;
+    if (plane < PX_MIN_PLANE && !(kept && plane < SMALL_MAX_PLANE && m >= SMALL_MIN_M)) return 0;
+    int narrow = m <= PX16 && ar->tile_px16;
+    pl->oc = narrow ? PX16 : PX_OC;
+    pl->pix = narrow ? PX16 : PX_PIX;
     plan_of(g, pl);
     if (!offsets_fit(g, &pl->in, 1)) return 0;
     int64_t n = 0;
@@ -183,14 +216,14 @@ static int64_t plan_floats(const fconv_geom_t *g, int64_t m, px_plan_t *pl)
         if (!offsets_fit(g, &pl->band[i], 0)) return 0;
         n += g->cin * band_plane(g, &pl->band[i]);
     }
-    int64_t k = g->cin * g->kh * g->kw, blocks = (m + PX_OC - 1) / PX_OC;
-    return n + blocks * k * PX_OC + 16;
+    int64_t k = g->cin * g->kh * g->kw, blocks = (m + pl->oc - 1) / pl->oc;
+    return n + blocks * k * pl->oc + 16;
 }
 
-int64_t fconv_px_floats(const fconv_geom_t *g, int64_t m)
+int64_t fconv_px_floats(const fconv_geom_t *g, int64_t m, int kept)
 {
     px_plan_t pl;
-    return plan_floats(g, m, &pl);
+    return plan_floats(g, m, kept, &pl);
 }
 
 typedef struct px_job {
@@ -266,49 +299,76 @@ static const px_src_t *source_of(const px_plan_t *pl, int64_t r, int64_t o0, int
     return &pl->in;
 }
 
-/* Task b: the weights of output channels [32 b, 32 b + 32) as k steps of
- * 32 (channels past m zero). */
+/* Task b: the weights of output channels [oc b, oc b + oc) as k steps of
+ * oc (channels past m zero). */
 static void pack_block(void *ctx, int64_t b)
 {
     const px_job_t *j = ctx;
-    float *dst = j->wp + b * j->k * PX_OC;
-    if ((b + 1) * PX_OC <= j->m && fgemm_arch()->pack_px) {   /* a whole block: register transposes */
+    int noc = j->plan.oc;
+    float *dst = j->wp + b * j->k * noc;
+    if (noc == PX_OC && (b + 1) * PX_OC <= j->m && fgemm_arch()->pack_px) {   /* a whole block: register transposes */
         fgemm_arch()->pack_px(j->w + b * PX_OC * j->k, j->k, dst);
         return;
     }
-    for (int64_t p = 0; p < j->k; p++, dst += PX_OC)
-        for (int c = 0; c < PX_OC; c++) {
-            int64_t oc = b * PX_OC + c;
+    for (int64_t p = 0; p < j->k; p++, dst += noc)
+        for (int c = 0; c < noc; c++) {
+            int64_t oc = b * noc + c;
             dst[c] = oc < j->m ? j->w[oc * j->k + p] : 0.0f;
         }
 }
 
-/* Task r: output row r, every block of channels, 8 pixels at a time. */
-static void px_row(void *ctx, int64_t r)
+/* The anchors of a strip of npix pixels from output pixel (r, o) on, in
+ * the order of the output (into the next rows only where s is the whole
+ * band), in px[0 .. pix); pixels past npix repeat the last one: read,
+ * never stored. */
+static void strip_anchors(const fconv_geom_t *g, const px_src_t *s, int64_t r, int64_t o, int npix, int pix,
+                          const float **px)
+{
+    for (int i = 0; i < pix; i++) {
+        px[i] = s->at + (r - s->r_at) * s->rstep + (o - s->c_at) * s->cstep;
+        if (i + 1 < npix && ++o == g->ow) {
+            o = 0;
+            r++;
+        }
+    }
+}
+
+/* Output pixels per task of px_run. */
+static int64_t run_span(const fconv_geom_t *g, const px_plan_t *pl) { return pl->run ? pl->run * pl->pix : g->ow; }
+
+/* Task t: every block of channels on a run of output pixels, a strip at a
+ * time: output row t where the plan reads in place (a strip's pixels
+ * share a source, so strips stay in rows), else the t-th run of
+ * plan.run strips of consecutive pixels, rows or not (a 10-pixel row is
+ * then no strip of 8 and one of 2, where 6 pixels are computed for
+ * nothing). */
+static void px_run(void *ctx, int64_t t)
 {
     const px_job_t *j = ctx;
     const fconv_geom_t *g = j->g;
     const fgemm_arch_t *ar = fgemm_arch();
-    int64_t n = g->oh * g->ow;
+    const px_plan_t *pl = &j->plan;
+    int64_t n = g->oh * g->ow, q0 = t * run_span(g, pl), q1 = q0 + run_span(g, pl) < n ? q0 + run_span(g, pl) : n;
+    int boc = pl->oc;
+    void (*tile)(int64_t, const float *const *, const int32_t *, const float *, float *, int64_t, int, int,
+                 const float *, const fgemm_epi_t *) = boc == PX16 ? ar->tile_px16 : ar->tile_px;
     for (int64_t b = 0; b < j->blocks; b++) {
-        int noc = j->m - b * PX_OC < PX_OC ? (int)(j->m - b * PX_OC) : PX_OC;
-        const float *bias = j->e.bias ? j->e.bias + b * PX_OC : NULL;
-        for (int64_t o0 = 0; o0 < g->ow; o0 += PX_PIX) {
-            int npix = g->ow - o0 < PX_PIX ? (int)(g->ow - o0) : PX_PIX;
-            const px_src_t *s = source_of(&j->plan, r, o0, npix);
-            const float *px[PX_PIX];
-            for (int i = 0; i < PX_PIX; i++) {   /* pixels past the row repeat its last one: read, never stored */
-                int64_t o = o0 + (i < npix ? i : npix - 1);
-                px[i] = s->at + (r - s->r_at) * s->rstep + (o - s->c_at) * s->cstep;
-            }
-            float *y = j->y + b * PX_OC * n + r * g->ow + o0;
-            ar->tile_px(j->k, px, s->koff, j->wp + b * j->k * PX_OC, y, n, npix, noc, bias, &j->te);
+        int noc = j->m - b * boc < boc ? (int)(j->m - b * boc) : boc;
+        const float *bias = j->e.bias ? j->e.bias + b * boc : NULL;
+        int64_t r = q0 / g->ow, o = q0 % g->ow;
+        for (int64_t q = q0; q < q1; q += pl->pix) {
+            int npix = q1 - q < pl->pix ? (int)(q1 - q) : pl->pix;
+            const px_src_t *s = !pl->run ? source_of(pl, r, o, npix) : pl->nbands ? &pl->band[0] : &pl->in;
+            const float *px[PX16];
+            strip_anchors(g, s, r, o, npix, pl->pix, px);
+            tile(j->k, px, s->koff, j->wp + b * j->k * boc, j->y + b * boc * n + q, n, npix, noc, bias, &j->te);
+            for (o += npix; o >= g->ow; o -= g->ow) r++;
         }
-        /* the rest of the epilogue on the block's row of outputs, still in
-         * L1 or L2: noc runs of ow floats, where a tile's 8 pixels would
-         * read the residual as noc runs of 8 floats a plane apart */
-        int64_t at = b * PX_OC * n + r * g->ow;
-        fgemm_tile_post(j->y + at, n, noc, (int)g->ow, j->e.res ? j->e.res + at : NULL, &j->e);
+        /* the rest of the epilogue on the block's run of outputs, still
+         * in L1 or L2: noc runs of q1 - q0 floats, where a tile's pixels
+         * would read the residual as noc runs of a strip a plane apart */
+        int64_t at = b * boc * n + q0;
+        fgemm_tile_post(j->y + at, n, noc, (int)(q1 - q0), j->e.res ? j->e.res + at : NULL, &j->e);
     }
 }
 
@@ -316,9 +376,10 @@ int fconv_px(int64_t m, const fconv_geom_t *g, const float *w, const float *x, f
              float *scratch, void **cache)
 {
     px_job_t j = {.g = g, .x = x, .w = w, .y = y, .m = m};
-    if (!plan_floats(g, m, &j.plan)) return -1;
+    if (!plan_floats(g, m, cache != NULL, &j.plan)) return -1;
+    int64_t n = g->oh * g->ow;
     j.k = g->cin * g->kh * g->kw;
-    j.blocks = (m + PX_OC - 1) / PX_OC;
+    j.blocks = (m + j.plan.oc - 1) / j.plan.oc;
     if (epi) j.e = *epi;
     j.te = fgemm_epi_tile(&j.e);
     /* scratch: the bands, then the packed weights at a 64-byte boundary */
@@ -333,7 +394,7 @@ int fconv_px(int64_t m, const fconv_geom_t *g, const float *w, const float *x, f
     fgemm_packed_t *kept = cache ? *cache : NULL;
     int pack = !kept;   /* into the scratch, or into a slot met empty */
     if (cache && !kept) {
-        kept = fgemm_packed_new(m, j.k, j.blocks * j.k * PX_OC);
+        kept = fgemm_packed_new(m, j.k, j.blocks * j.k * j.plan.oc);
         if (!kept) return -1;   /* the plain path runs instead */
         *cache = kept;
     }
@@ -343,7 +404,7 @@ int fconv_px(int64_t m, const fconv_geom_t *g, const float *w, const float *x, f
     j.plan.in.koff = koff_of(g, &j.plan.in, 1);
     for (int i = 0; i < j.plan.nbands; i++) j.plan.band[i].koff = koff_of(g, &j.plan.band[i], 0);
     pool_for(g->cin * j.plan.nbands, fill_band, &j);
-    pool_for(g->oh, px_row, &j);
+    pool_for((n + run_span(g, &j.plan) - 1) / run_span(g, &j.plan), px_run, &j);
     free(j.plan.in.koff);
     for (int i = 0; i < j.plan.nbands; i++) free(j.plan.band[i].koff);
     return 0;

@@ -70,14 +70,16 @@ typedef struct fconv_geom {
 int64_t fconv_phase_floats(const fconv_geom_t *g);
 int fconv_rows(int64_t m, const fconv_geom_t *g, const float *w, const float *x, float *y, const fgemm_epi_t *epi);
 
-/* The same convolution (stride 1) with 8 output pixels' inputs broadcast
- * against 32 output channels' weights (fconv_px.c), where the CPU's
- * kernels have that tile: the same bits as fconv_rows. fconv_px_floats is
+/* The same convolution (stride 1 or 2) with 8 output pixels' inputs
+ * broadcast against 32 output channels' weights (fconv_px.c), where the
+ * CPU's kernels have that tile: the same bits as fconv_rows. fconv_px_floats is
  * the scratch it needs (a zero-padded copy of the input and the packed
  * weights), 0 where it does not apply; fconv_px returns -1 then. cache:
  * NULL, or a slot kept across calls with the same weights w (op_ctx_t's
- * cache): the weights are packed into it on the first call only. */
-int64_t fconv_px_floats(const fconv_geom_t *g, int64_t m);
+ * cache): the weights are packed into it on the first call only. kept:
+ * whether fconv_px will be given such a slot (the tile takes some small
+ * planes then, see fconv_px.c). */
+int64_t fconv_px_floats(const fconv_geom_t *g, int64_t m, int kept);
 int fconv_px(int64_t m, const fconv_geom_t *g, const float *w, const float *x, float *y, const fgemm_epi_t *epi,
              float *scratch, void **cache);
 

@@ -357,6 +357,6 @@ AT static void residual_avx2(float *c, int64_t ldc, int mr, int nr, const float 
 }
 
 const fgemm_arch_t fgemm_arch_avx2 = {AVX2_MR, tile_avx2, pack_b, pack_taps, gather_even_avx2, tile_px_avx2, 0,
-                                      fgemm_pack_px_avx, 64 * 9, residual_avx2};
+                                      fgemm_pack_px_avx, 64 * 9, residual_avx2, NULL};
 
 #endif

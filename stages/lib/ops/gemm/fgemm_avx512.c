@@ -1,8 +1,10 @@
 /* fgemm_avx512.c — fgemm's kernels for AVX-512F (see fgemm_impl.h): an
  * 8 x 32 register tile of C (16 zmm accumulators), A read in place (8
  * broadcasts per step of k), B from the packed panel; the bias and the
- * activation applied before the tile is stored; and fconv_px's tile, the
- * same accumulators with 8 pixels' inputs broadcast against packed weights. Every element is
+ * activation applied before the tile is stored; and fconv_px's tiles, the
+ * same accumulators with 8 pixels' inputs broadcast against packed weights,
+ * and for at most 16 output channels 16 pixels' against one vector of
+ * them (tile_px16). Every element is
  * summed in fgemm_impl.h's blocked order, as fgemm_ref, so the bits are
  * those of the AVX2 and portable kernels. */
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -351,6 +353,67 @@ KT static void tile_px_avx512(int64_t k, const float *const *px, const int32_t *
                   n3, pix);
 }
 
+/* The 16 x 16 pixel tile's accumulators: pixel i's 16 channels in a##i. */
+#define P16(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11) X(12) X(13) X(14) X(15)
+#define P16_ZERO(i) __m512 a##i = _mm512_setzero_ps();
+#define P16_FMA(i) a##i = _mm512_fmadd_ps(_mm512_set1_ps(px[i][o]), wv, a##i);
+#define P16_SET(i) sum[i] = a##i, a##i = _mm512_setzero_ps();
+#define P16_ADD(i) sum[i] = _mm512_add_ps(sum[i], a##i), a##i = _mm512_setzero_ps();
+#define P16_BACK(i) a##i = _mm512_add_ps(sum[i], a##i);
+#define P16_FINISH(i) a##i = finish(a##i, bv, zero, e);
+#define P16_TO(i) v[i] = a##i;
+#define P16_FROM(i) a##i = v[i];
+
+/* fconv_px's tile for at most 16 output channels (fgemm_impl.h): 16
+ * pixels' values broadcast against one vector of 16 channels' weights (16
+ * floats a step), 16 accumulators, where the 8 x 32 tile would spend half
+ * its FMAs on the zero weights past m. Each element is summed in the
+ * blocked order of every other tile, then finish, act_block, and a
+ * transposed store as tile_px_avx512's, the same bits. Each input is read
+ * through its pixel's pointer (px[i][o]): the spilled pointers cost ~1%
+ * against a strip's one pointer plus constant displacements (measured), so
+ * strips need not be regular (fconv_px's strips may span rows). */
+KT static void tile_px16_avx512(int64_t k, const float *const *px, const int32_t *koff, const float *wp, float *y,
+                                int64_t ldy, int npix, int noc, const float *bias, const fgemm_epi_t *e)
+{
+    P16(P16_ZERO)
+    /* the blocks' sum before the current block (fgemm_impl.h's order); set
+     * at the first block's end before any use (zeroed for gcc's sake) */
+    __m512 sum[16] = {0};
+    for (int64_t pb = 0; pb < k; pb += FG_KB) {
+        int64_t pe = k - pb < FG_KB ? k : pb + FG_KB;
+        if (pb == FG_KB) { P16(P16_SET) }
+        else if (pb > 0) { P16(P16_ADD) }
+        for (int64_t p = pb; p < pe; p++, wp += 16) {
+            int32_t o = koff[p];
+            __m512 wv = _mm512_load_ps(wp);
+            P16(P16_FMA)
+        }
+    }
+    if (k > FG_KB) { P16(P16_BACK) }
+    __mmask16 chans = lanes_lo(noc);
+    __m512 bv = bias ? _mm512_maskz_loadu_ps(chans, bias) : _mm512_setzero_ps(), zero = _mm512_setzero_ps();
+    P16(P16_FINISH)
+    if (act_deferred(e)) {
+        __m512 v[16];
+        P16(P16_TO)
+        act_block(v, 16, e);
+        P16(P16_FROM)
+    }
+    /* pixels 0..7 then 8..15, channels 0..7 then 8..15: four 8 x 8 transposes */
+    int lo = npix < 8 ? npix : 8, n0 = noc < 8 ? noc : 8;
+    __mmask16 pix_lo = (__mmask16)((1u << lo) - 1), pix_hi = (__mmask16)((1u << (npix - lo)) - 1);
+    store_8x8(LO8(a0), LO8(a1), LO8(a2), LO8(a3), LO8(a4), LO8(a5), LO8(a6), LO8(a7), y, ldy, n0, pix_lo);
+    if (noc > 8)
+        store_8x8(HI8(a0), HI8(a1), HI8(a2), HI8(a3), HI8(a4), HI8(a5), HI8(a6), HI8(a7), y + 8 * ldy, ldy, noc - 8,
+                  pix_lo);
+    if (npix <= 8) return;
+    store_8x8(LO8(a8), LO8(a9), LO8(a10), LO8(a11), LO8(a12), LO8(a13), LO8(a14), LO8(a15), y + 8, ldy, n0, pix_hi);
+    if (noc > 8)
+        store_8x8(HI8(a8), HI8(a9), HI8(a10), HI8(a11), HI8(a12), HI8(a13), HI8(a14), HI8(a15), y + 8 * ldy + 8, ldy,
+                  noc - 8, pix_hi);
+}
+
 /* The residual on a finished tile (fgemm_impl.h): a row 16 columns at a
  * time, the sum (r + c: one IEEE addition, the Add's bits), then finish's
  * Relu and finish_act's other activations (the standalone kernels' bits,
@@ -370,6 +433,6 @@ KT static void residual_avx512(float *c, int64_t ldc, int mr, int nr, const floa
 }
 
 const fgemm_arch_t fgemm_arch_avx512 = {FG_MR, tile_avx512, pack_b, pack_taps, gather_even_avx512,
-                                        tile_px_avx512, 1, fgemm_pack_px_avx, 0, residual_avx512};
+                                        tile_px_avx512, 1, fgemm_pack_px_avx, 0, residual_avx512, tile_px16_avx512};
 
 #endif

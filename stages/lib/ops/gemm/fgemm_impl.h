@@ -71,6 +71,11 @@ typedef struct fgemm_arch {
      * activation, every one of them, with the formulas of the standalone
      * kernels; or NULL (fgemm_tile_post's loops in C: the same bits). */
     void (*residual)(float *c, int64_t ldc, int mr, int nr, const float *res, const fgemm_epi_t *e);
+    /* fconv_px's tile for at most 16 output channels: tile_px's contract
+     * with 16 pixels (px[0..15]) and 16 weights a step (wp[16 p .. 16 p +
+     * 15]), noc <= 16; or NULL (tile_px runs those too: the same sums). */
+    void (*tile_px16)(int64_t k, const float *const *px, const int32_t *koff, const float *wp, float *y, int64_t ldy,
+                      int npix, int noc, const float *bias, const fgemm_epi_t *e);
 } fgemm_arch_t;
 
 extern const fgemm_arch_t fgemm_arch_generic;

@@ -404,7 +404,8 @@ static void run_cols(dtype_t dt, const nn_geom_t *g, int64_t channels, int64_t r
  * its stride phases, in scratch, so their strips read consecutive
  * elements too); the same sums as the GEMM over im2col's columns. 0 where it
  * cannot, or where im2col + GEMM measured faster: an output plane so small
- * that the strips are mostly edges, and strips that must be gathered
+ * that the strips are mostly edges (unless the pixel tile takes it: with
+ * the weights kept and many channels, fconv_px.c), and strips that must be gathered
  * (output rows narrower than the input's, no phase split) for fewer than
  * GATHER_MIN_M output channels, too few to repay the gathers. */
 #define DIRECT_MIN_COLS 256
@@ -414,7 +415,6 @@ static void run_cols(dtype_t dt, const nn_geom_t *g, int64_t channels, int64_t r
 static int fconv_geom_of(const nn_geom_t *g, const conv_plan_t *p, fconv_geom_t *fg)
 {
     if (g->k[0] != 1 || g->in[0] != 1 || g->out[0] != 1 || g->k[1] > FCONV_MAX_K || g->k[2] > FCONV_MAX_K) return 0;
-    if (g->out[1] * g->out[2] < DIRECT_MIN_COLS) return 0;
     *fg = (fconv_geom_t){p->cg, g->in[1], g->in[2], g->out[1], g->out[2], (int)g->k[1], (int)g->k[2],
                          (int)g->s[1], (int)g->s[2], {0}, {0}, NULL};
     for (int i = 0; i < fg->kh; i++) fg->dh[i] = i * g->d[1] - g->pb[1];
@@ -428,15 +428,16 @@ static int conv_implicit(op_ctx_t *c, const nn_geom_t *g, const conv_plan_t *p, 
     fconv_geom_t fg;
     if (!fconv_geom_of(g, p, &fg)) return 0;
     void *owned = NULL;
-    int64_t px = fconv_px_floats(&fg, p->mg);
+    /* the weights packed once per node and kept (c->cache) where one
+     * group has them all; groups would each need their own */
+    void **kept = p->group == 1 ? c->cache : NULL;
+    int64_t px = fconv_px_floats(&fg, p->mg, kept != NULL);
     if (px) {   /* input broadcast against packed weights, no strip packing */
-        /* the weights packed once per node and kept (c->cache) where one
-         * group has them all; groups would each need their own */
-        int rc = fconv_px(p->mg, &fg, w, x, y, epi, nn_scratch(c, (size_t)px * sizeof(float), &owned),
-                          p->group == 1 ? c->cache : NULL);
+        int rc = fconv_px(p->mg, &fg, w, x, y, epi, nn_scratch(c, (size_t)px * sizeof(float), &owned), kept);
         free(owned);
         return rc == 0;
     }
+    if (g->out[1] * g->out[2] < DIRECT_MIN_COLS) return 0;
     int64_t phase = fconv_phase_floats(&fg);
     if (!rows_contiguous(g) && !phase && p->mg < GATHER_MIN_M) return 0;
     if (phase) fg.phase = nn_scratch(c, (size_t)phase * sizeof(float), &owned);
