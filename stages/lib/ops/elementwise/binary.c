@@ -181,7 +181,7 @@ static int is_square(const op_ctx_t *c)
 int run_pow(op_ctx_t *c)
 {
     if (is_square(c)) {
-        ew_job_t j = {.c = c, .x = c->in[0]->data, .o = c->out[0]->data};
+        ew_job_t j = {.c = c, .x = c->in[0]->data, .o = c->out[0]->data, .last = 1};
         return ew_parallel(&j, tensor_numel(c->out[0]), square_range);
     }
     return ew_broadcast(c, 2, pow_range);

@@ -58,6 +58,8 @@ typedef struct ew_job {
     const bcast_t *b;          /* broadcast plan (NULL for unary work) */
     const void *x, *y, *z;     /* operand data in plan order */
     void *o;                   /* output data */
+    int last;                  /* the kernel's last pass over output 0: its chunks may take
+                                  the storage rounding (op_ctx_t.round_out); not a step of a fold */
 } ew_job_t;
 typedef int (*ew_range_fn)(const ew_job_t *j, int64_t s, int64_t e);
 
