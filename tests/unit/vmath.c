@@ -168,8 +168,8 @@ static int softmax_pieces(void)
 /* vm_binary_f32 (the float Add/Sub/Mul/Div rows) against an independent
  * reference: the operation in double, rounded once to float (exact for
  * these four: double has more than twice float's precision), and the NaN
- * rule written out (a's NaN quieted, else b's; an invalid operation the
- * x86 default NaN, as the double operation gives). Every op, every
+ * rule written out (a's NaN quieted, else b's, sign and payload kept; an
+ * invalid operation the x86 default NaN, as the double operation gives). Every op, every
  * broadcast pattern (sa, sb), rows of 1..40 (every vector tail), in place
  * (o = a) too, over values with NaN payloads, infinities, signed zeros,
  * subnormals and overflowing products. Returns the mismatches. */

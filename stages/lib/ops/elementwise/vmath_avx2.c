@@ -195,14 +195,21 @@ VT static void scale_avx2(float *y, int64_t n, double s)
     for (; i < n; i++) y[i] = scale1(y[i], s);   /* same bits as the vector lanes */
 }
 
-/* vm_binary_f32 on 8 lanes: the operation, then a's NaN lanes replaced by
- * a + a (vm_binop1's rule, by a blend rather than operand order); the
- * tail is vm_binop1's. */
-#define BIN8(OPV) do {                                                     \
+/* vm_binary_f32 on 8 lanes: the operation, then b's NaN lanes and over
+ * them a's replaced by the operand with its quiet bit set (vm_binop1's
+ * rule, by the bits rather than operand order or the compiler's algebra);
+ * the tail is vm_binop1's. */
+VT static inline __m256 v8_nan_rule(__m256 r, __m256 x, __m256 y)
+{
+    const __m256 q = _mm256_castsi256_ps(_mm256_set1_epi32(0x400000));
+    r = _mm256_blendv_ps(r, _mm256_or_ps(y, q), _mm256_cmp_ps(y, y, _CMP_UNORD_Q));
+    return _mm256_blendv_ps(r, _mm256_or_ps(x, q), _mm256_cmp_ps(x, x, _CMP_UNORD_Q));
+}
+
+#define BIN8(OPV) do {                                                          \
         for (; i + 8 <= n; i += 8) {                                            \
             __m256 x = sa ? _mm256_loadu_ps(a + i) : va, y = sb ? _mm256_loadu_ps(b + i) : vb; \
-            __m256 r = OPV(x, y);                                               \
-            _mm256_storeu_ps(o + i, _mm256_blendv_ps(r, _mm256_add_ps(x, x), _mm256_cmp_ps(x, x, _CMP_UNORD_Q))); \
+            _mm256_storeu_ps(o + i, v8_nan_rule(OPV(x, y), x, y));              \
         }                                                                       \
     } while (0)
 
