@@ -87,6 +87,60 @@ static void bulk_checks(void)
     ok(bulktf == 0, "bulk TF32 rounding equals the scalar conversion on 1M values (%d bad)", bulktf);
 }
 
+/* The FP16 storage rounding at its edges, through the bulk path of every
+ * ISA level (16 lanes at AVX-512, 8 with F16C, scalar): each edge value at
+ * every lane of arrays of 1..47 values (the 32-value steps and every tail
+ * of 1..15 behind them), against IEEE binary16's rules written out here
+ * (round to nearest even; below half the smallest subnormal to a signed
+ * zero; 65520 and up to inf; a NaN stays NaN, quiet, with its top 10
+ * payload bits), and nothing written past the end. */
+static void f16_edge_checks(void)
+{
+    static const struct { uint32_t in, want; } edge[] = {
+        {0x00000000u, 0x00000000u}, {0x80000000u, 0x80000000u},   /* +-0 */
+        {0x33800000u, 0x33800000u},   /* 2^-24, the smallest subnormal */
+        {0x33000000u, 0x00000000u},   /* 2^-25: a tie, to even (zero) */
+        {0xb3000000u, 0x80000000u},   /* -2^-25: to -0 */
+        {0x33000001u, 0x33800000u},   /* just above the tie: up */
+        {0x33c00000u, 0x34000000u},   /* 1.5 x 2^-24: a tie, to even (2^-23) */
+        {0x34200000u, 0x34000000u},   /* 2.5 x 2^-24: a tie, to even (2^-23) */
+        {0x00000001u, 0x00000000u}, {0x807fffffu, 0x80000000u},   /* float32 subnormals */
+        {0x387fc000u, 0x387fc000u},   /* the largest half subnormal */
+        {0x387fe000u, 0x38800000u},   /* halfway to 2^-14: up to the smallest normal */
+        {0x3f801000u, 0x3f800000u}, {0x3f803000u, 0x3f804000u},   /* ties near 1 */
+        {0x477fe000u, 0x477fe000u},   /* 65504 */
+        {0x477fefffu, 0x477fe000u},   /* just below 65520 */
+        {0x477ff000u, 0x7f800000u}, {0xc77ff000u, 0xff800000u},   /* +-65520: inf */
+        {0x7f7fffffu, 0x7f800000u},   /* FLT_MAX */
+        {0x7f800000u, 0x7f800000u}, {0xff800000u, 0xff800000u},   /* +-inf */
+        {0x7fc00000u, 0x7fc00000u}, {0xffc00000u, 0xffc00000u},   /* quiet NaNs */
+        {0x7fc12345u, 0x7fc12000u},   /* a payload: the low 13 bits go */
+        {0x7f800001u, 0x7fc00000u},   /* signalling, payload in the low bits only: quieted */
+        {0x7fa00000u, 0x7fe00000u},   /* signalling with a high payload: quieted, kept */
+        {0xff812345u, 0xffc12000u},
+    };
+    enum { NE = sizeof edge / sizeof edge[0], MAXLEN = 47 };
+    const uint32_t guard = 0x12345678u;
+    float x[MAXLEN], y[MAXLEN + 1];
+    int bad_rule = 0, bad_scalar = 0, bad_guard = 0;
+    for (int e = 0; e < NE; e++) {
+        if (f32_bits(f32_round_f16(bits_f32(edge[e].in))) != edge[e].want) bad_scalar++;
+        for (int len = 1; len <= MAXLEN; len++)
+            for (int at = 0; at < len; at++) {
+                for (int i = 0; i < len; i++) x[i] = 1.0f + (float)i / 1024;   /* exact halves */
+                x[at] = bits_f32(edge[e].in);
+                for (int i = 0; i <= len; i++) y[i] = bits_f32(guard);
+                round_f16_copy(y, x, len);
+                for (int i = 0; i < len; i++)
+                    if (f32_bits(y[i]) != (i == at ? edge[e].want : f32_bits(x[i]))) bad_rule++;
+                if (f32_bits(y[len]) != guard) bad_guard++;
+            }
+    }
+    ok(bad_scalar == 0, "f32_round_f16 follows binary16's rules at %d edges (%d bad)", NE, bad_scalar);
+    ok(bad_rule == 0, "bulk float16 rounding: every edge at every lane of 1..%d values (%d bad)", MAXLEN, bad_rule);
+    ok(bad_guard == 0, "bulk float16 rounding writes nothing past the end (%d bad)", bad_guard);
+}
+
 /* tensor_convert's bfloat16 <-> float32 paths (the conversions around every
  * BF16-stored layer) against the scalar conversions, value by value: all
  * 65,536 bfloat16 values widened, and 1M float32 bit patterns (NaNs with
@@ -210,6 +264,7 @@ int main(void)
     ok(isnan(f32_round_bf16(NAN)) && isinf(f32_round_bf16(INFINITY)) && isnan(f32_round_tf32(NAN)),
        "NaN and inf survive bfloat16 and TF32 rounding");
     at_each_isa(bulk_checks);
+    at_each_isa(f16_edge_checks);
     at_each_isa(convert_f16_checks);
     convert_bf16_checks();
     return done_testing();

@@ -41,6 +41,7 @@ void graph_free(graph_t *g)
     free(g->attr_copies);
     free(g->keep); free(g->opsets);
     free(g->vals); free(g->nodes); free(g->inputs); free(g->outputs);
+    name_index_free(&g->val_index);
     free(g->source);
     free(g);
 }
@@ -65,11 +66,11 @@ graph_t *node_sub(const node_t *n, const char *attr)
     return NULL;
 }
 
+static const char *val_name(const void *g, int i) { return ((const graph_t *)g)->vals[i].name; }
+
 int graph_find(const graph_t *g, const char *name)
 {
-    for (int i = 0; i < g->n_vals; i++)
-        if (!strcmp(g->vals[i].name, name)) return i;
-    return -1;
+    return name_index_find(&g->val_index, name, val_name, g);
 }
 
 int graph_value(graph_t *g, const char *name)
@@ -86,7 +87,9 @@ int graph_value(graph_t *g, const char *name)
     v->producer = -1;
     v->last_use = -1;
     v->offset = -1;
-    return g->n_vals++;
+    g->n_vals++;
+    name_index_add(&g->val_index, g->n_vals - 1, g->n_vals, val_name, g);
+    return g->n_vals - 1;
 }
 
 int graph_add_node(graph_t *g, const char *name, const char *op_type, const char *domain,

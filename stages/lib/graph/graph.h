@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include "graph/act.h"
 #include "tensor/tensor.h"
+#include "util/nameidx.h"
 #include "onnx.pb-c.h"
 
 struct op_def;
@@ -83,6 +84,7 @@ typedef struct opset_import { char *domain; int version; } opset_import_t;
 
 typedef struct graph {
     value_t *vals; int n_vals, cap_vals;
+    name_index_t val_index;   /* vals by name, kept by graph_value (the only place values are added) */
     node_t *nodes; int n_nodes, cap_nodes;
     int *inputs; int n_inputs;
     int *outputs; int n_outputs;
@@ -103,7 +105,7 @@ typedef struct graph {
 
 graph_t *graph_new(const char *source);
 void graph_free(graph_t *g);
-/* Finds a value by name; -1 if absent. */
+/* Finds a value by name (hashed: constant time); -1 if absent. */
 int graph_find(const graph_t *g, const char *name);
 /* Finds or creates a value with this name. */
 int graph_value(graph_t *g, const char *name);

@@ -7,31 +7,11 @@
 #include "onnx/subgraph.h"
 #include "util/fsutil.h"
 
-static uint32_t name_hash(const char *s)
-{
-    uint32_t h = 2166136261u;
-    for (; *s; s++) h = (h ^ (unsigned char)*s) * 16777619u;
-    return h;
-}
+static const char *sg_name(const void *s, int i) { return ((const sg_model_t *)s)->val[i]; }
 
 int sg_value(const sg_model_t *s, const char *name)
 {
-    if (!s->tab_cap) return -1;
-    for (uint32_t i = name_hash(name) & (s->tab_cap - 1);; i = (i + 1) & (s->tab_cap - 1)) {
-        if (!s->tab[i]) return -1;
-        if (!strcmp(s->val[s->tab[i] - 1], name)) return s->tab[i] - 1;
-    }
-}
-
-static void grow_table(sg_model_t *s)
-{
-    int cap = s->tab_cap ? 2 * s->tab_cap : 1024;
-    free(s->tab);
-    s->tab = xcalloc(cap, sizeof *s->tab);
-    s->tab_cap = cap;
-    for (int v = 0; v < s->n_vals; v++)
-        for (uint32_t i = name_hash(s->val[v]) & (cap - 1);; i = (i + 1) & (cap - 1))
-            if (!s->tab[i]) { s->tab[i] = v + 1; break; }
+    return name_index_find(&s->names, name, sg_name, s);
 }
 
 /* The value of a name, added (no producer, no initializer) when new. */
@@ -47,10 +27,7 @@ static int intern(sg_model_t *s, char *name)
     s->is_input = xrealloc(s->is_input, s->n_vals * sizeof *s->is_input);
     s->producer[v] = s->init[v] = -1;
     s->is_input[v] = 0;
-    if (2 * s->n_vals > s->tab_cap) grow_table(s);
-    else
-        for (uint32_t i = name_hash(name) & (s->tab_cap - 1);; i = (i + 1) & (s->tab_cap - 1))
-            if (!s->tab[i]) { s->tab[i] = v + 1; break; }
+    name_index_add(&s->names, v, s->n_vals, sg_name, s);
     return v;
 }
 
@@ -181,7 +158,8 @@ void sg_free(sg_model_t *s)
 {
     for (int i = 0; i < s->n_nodes; i++) { free(s->in[i]); free(s->out[i]); }
     free(s->in); free(s->out); free(s->n_in); free(s->n_out);
-    free(s->val); free(s->producer); free(s->init); free(s->is_input); free(s->tab);
+    free(s->val); free(s->producer); free(s->init); free(s->is_input);
+    name_index_free(&s->names);
     if (s->m) onnx__model_proto__free_unpacked(s->m, NULL);
     memset(s, 0, sizeof *s);
 }

@@ -9,6 +9,7 @@
 
 #include <stdint.h>
 #include "tensor/tensor.h"
+#include "util/nameidx.h"
 #include "onnx.pb-c.h"
 
 typedef struct sg_model {
@@ -20,7 +21,7 @@ typedef struct sg_model {
     int *is_input;            /* per value: a graph input without initializer */
     int *n_in, **in;          /* per node: values read (explicit, then outer-scope), no empties */
     int *n_out, **out;
-    int *tab, tab_cap;        /* name hash: value index + 1, 0 empty */
+    name_index_t names;       /* val by name */
 } sg_model_t;
 
 /* Reads and indexes an ONNX file; BAD naming the file when it is none. */

@@ -44,6 +44,15 @@ typedef struct op_ctx {
      * act_done); else the executor adds it and then applies the activation. */
     const tensor_t *residual;
     int res_done;
+    /* The storage rounding of output 0 (DT_FLOAT16 or DT_BFLOAT16; else
+     * DT_UNDEFINED), which the executor applies in a pass of its own after
+     * the kernel, the residual and the activation. A kernel that rounds its
+     * float output itself -- after everything else, while it is in cache --
+     * sets round_done, and the executor skips that pass (issue 41: the
+     * element-wise layers of an FP16 model). Given only where no residual
+     * is left to add. */
+    dtype_t round_out;
+    int round_done;
 } op_ctx_t;
 
 typedef int (*op_shape_fn)(op_ctx_t *c);

@@ -13,17 +13,36 @@ void scratch_pool_free(scratch_pool_t *p)
     memset(p, 0, sizeof *p);
 }
 
-static void *scratch_get(op_ctx_t *c, size_t bytes)
+/* Block k of the pool, grown to hold bytes. */
+static void *pool_block(scratch_pool_t *p, int k, size_t bytes)
 {
-    scratch_pool_t *p = c->scratch_owner;
-    if (!p || p->used == 8) return NULL;
-    int k = p->used++;
     if (p->sizes[k] < bytes) {
         free(p->blocks[k]);
         p->blocks[k] = xmalloc_huge(bytes);
         p->sizes[k] = bytes;
     }
     return p->blocks[k];
+}
+
+static void *scratch_get(op_ctx_t *c, size_t bytes)
+{
+    scratch_pool_t *p = c->scratch_owner;
+    if (!p || p->used + p->reserved >= 8) return NULL;
+    return pool_block(p, p->used++, bytes);
+}
+
+/* Where the rounded copy of an input goes: one of the pool's last two
+ * blocks, kept across nodes and runs, or a fresh allocation (*owns = 1)
+ * when there is no pool, both are taken, or the node runs subgraphs (whose
+ * nodes take the same pool). Issue 41: a fresh block per copy made the
+ * TF32 rounding of every Conv/MatMul input write to cold, newly faulted
+ * pages. */
+#define ROUND_BLOCKS 2
+static void *round_buffer(scratch_pool_t *p, const node_t *n, size_t bytes, int *owns)
+{
+    *owns = !p || n->n_sub || p->reserved == ROUND_BLOCKS;
+    if (*owns) return xmalloc(bytes);
+    return pool_block(p, 7 - p->reserved++, bytes);
 }
 
 int resolve_ops(graph_t *g, perr_t *e)
@@ -159,6 +178,17 @@ static int add_residual(const node_t *n, const tensor_t *r, tensor_t *y, perr_t 
     return 0;
 }
 
+/* The storage rounding node_run would apply to output o after the kernel,
+ * which the kernel may apply itself (op_ctx_t.round_out): FP16/BF16
+ * storage of a float output, none for a layer that keeps its inputs'
+ * storage, for a half-typed op (its result is narrowed, not rounded) or
+ * with a residual still to add (the rounding comes after it). */
+static dtype_t storage_rounding(const node_t *n, dtype_t half, const tensor_t *o)
+{
+    if (half || n->keeps_storage || n->residual || !o || o->dtype != DT_FLOAT) return DT_UNDEFINED;
+    return n->storage == DT_FLOAT16 || n->storage == DT_BFLOAT16 ? n->storage : DT_UNDEFINED;
+}
+
 int node_run(const node_t *n, const tensor_t *const *in, tensor_t **out, int threads,
              scratch_pool_t *pool, void **cache, perr_t *e)
 {
@@ -169,7 +199,7 @@ int node_run(const node_t *n, const tensor_t *const *in, tensor_t **out, int thr
     int tmp_used[MAXIO] = {0};
     const tensor_t *args[MAXIO];
     dtype_t half = DT_UNDEFINED;
-    int rc = 0;
+    int rc = 0, reserved = pool ? pool->reserved : 0;
     for (int i = 0; i < n->n_in; i++) {
         args[i] = in[i];
         if (!in[i]) continue;
@@ -183,8 +213,7 @@ int node_run(const node_t *n, const tensor_t *const *in, tensor_t **out, int thr
             if (tensor_cast(in[i], DT_FLOAT, &tmp[i], e)) { rc = -1; goto done; }
         } else {   /* the rounded copy in one pass */
             tmp[i] = *in[i];
-            tmp[i].data = xmalloc(tensor_nbytes(in[i]) + 16);
-            tmp[i].owns = 1;
+            tmp[i].data = round_buffer(pool, n, tensor_nbytes(in[i]) + 16, &tmp[i].owns);
             round_to_precision(tmp[i].data, in[i]->data, tensor_numel(in[i]), n->precision);
         }
         tmp_used[i] = 1;
@@ -225,6 +254,7 @@ int node_run(const node_t *n, const tensor_t *const *in, tensor_t **out, int thr
             if (tensor_alloc(out[i], shape.dtype, shape.ndim, shape.dims, e)) { rc = -1; goto done; }
         }
     if (pool) pool->used = 0;
+    c.round_out = storage_rounding(n, half, out[0]);
     rc = n->op->run(&c);
     if (rc) goto done;
     if (n->residual && !c.res_done) {
@@ -242,6 +272,7 @@ int node_run(const node_t *n, const tensor_t *const *in, tensor_t **out, int thr
         tensor_t *o = out[i];
         if (!o || o->dtype != DT_FLOAT) continue;
         if (n->keeps_storage && !half) continue;   /* rounding would change no bit (precision/kept.c) */
+        if (i == 0 && c.round_done) continue;       /* the kernel rounded it (op_ctx_t.round_out) */
         if (half) {   /* a half-typed op computed in float32 stores its result as half */
             tensor_t h = {0};
             if (tensor_cast(o, half, &h, e)) { rc = -1; goto done; }
@@ -256,5 +287,6 @@ int node_run(const node_t *n, const tensor_t *const *in, tensor_t **out, int thr
 done:
     for (int i = 0; i < n->n_in; i++)
         if (tmp_used[i]) tensor_free_data(&tmp[i]);
+    if (pool) pool->reserved = reserved;
     return rc;
 }

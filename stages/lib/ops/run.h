@@ -13,10 +13,14 @@
  * over a hundred). */
 #define MAX_NODE_IO 512
 
+/* The executor's memory kept across nodes and runs: kernels take blocks
+ * from the front (op_ctx_t.scratch), node_run the rounded copies of a
+ * node's inputs from the back (`reserved` of them while the node runs). */
 typedef struct scratch_pool {
     void *blocks[8];
     size_t sizes[8];
     int used;
+    int reserved;
 } scratch_pool_t;
 
 void scratch_pool_free(scratch_pool_t *p);

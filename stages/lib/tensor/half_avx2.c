@@ -1,12 +1,12 @@
 /* half_avx2.c — half.c's bulk conversions with F16C (see half_impl.h):
  * FP16 rounding is VCVTPS2PH with round-to-nearest-even, then back (exact,
- * subnormals and inf included), eight at a time; BF16 and TF32 stay the
- * generic set's. The scalar path is the reference the tests compare it with. */
+ * subnormals and inf included), eight at a time (half_avx512.c has the
+ * 16-lane form); BF16 and TF32 stay the generic set's. The scalar path is the reference the tests compare it with. */
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 #include "tensor/half_impl.h"
 
-__attribute__((target("avx,f16c"))) void half_round_f16_f16c(float *y, const float *x, int64_t n)
+__attribute__((target("avx,f16c"))) static void round_f16_f16c(float *y, const float *x, int64_t n)
 {
     int64_t i = 0;
     for (; i + 8 <= n; i += 8) {
@@ -52,7 +52,7 @@ __attribute__((target("avx,f16c"))) void half_narrow_f16c(const float *s, uint16
     for (; i < n; i++) d[i] = f32_to_f16(s[i]);
 }
 
-const half_arch_t half_arch_avx2 = {half_round_f16_f16c, half_widen_f16c, half_narrow_f16c, half_round_bf16_generic,
+const half_arch_t half_arch_avx2 = {round_f16_f16c, half_widen_f16c, half_narrow_f16c, half_round_bf16_generic,
                                     half_round_tf32_generic};
 
 #endif

@@ -27,8 +27,7 @@ void half_round_bf16_generic(float *y, const float *x, int64_t n);
 void half_round_tf32_generic(float *y, const float *x, int64_t n);
 #if ISA_X86
 extern const half_arch_t half_arch_avx2, half_arch_avx512;
-/* The F16C forms, which the AVX-512 set keeps. */
-void half_round_f16_f16c(float *y, const float *x, int64_t n);
+/* The F16C array conversions, which the AVX-512 set keeps. */
 void half_widen_f16c(const uint16_t *s, float *d, int64_t n);
 void half_narrow_f16c(const float *s, uint16_t *d, int64_t n);
 #endif

@@ -10,6 +10,7 @@
  * (the result takes the divisor's sign), fmod=1 C's. */
 #include <tgmath.h>
 #include "ops/elementwise/elementwise_impl.h"
+#include "ops/elementwise/vmath.h"
 
 /* ---- shape functions ---- */
 
@@ -105,10 +106,39 @@ static inline uint64_t ipow(uint64_t b, int b_neg, uint64_t e, int e_neg)
     EW_BINARY_RANGE(name##_range, FEXPR, IEXPR)                                 \
     int name(op_ctx_t *c) { return ew_broadcast(c, 2, name##_range); }
 
-ARITH_KERNEL(run_add, x + y, (uint64_t)x + (uint64_t)y)
-ARITH_KERNEL(run_sub, x - y, (uint64_t)x - (uint64_t)y)
-ARITH_KERNEL(run_mul, x * y, (uint64_t)x * (uint64_t)y)
-ARITH_KERNEL(run_div, x / y, INT_DIV(T, x, y))
+/* float32 Add, Sub, Mul and Div: each piece of a row in one call of
+ * vmath's row form (vm_binary_f32: 16 lanes at AVX-512, the same bits at
+ * every level), a piece shorter than a vector element by element
+ * (vm_binary1_from, the reference: the same bits); the other types
+ * through ARITH_KERNEL's loops. */
+static void f32_piece(vm_binary_fn form, vm_binop_t op, const float *a, int sa, const float *b, int sb, float *o,
+                      int64_t n)
+{
+    if (n >= 16) form(op, a, sa, b, sb, o, n);
+    else vm_binary1_from(op, a, sa, b, sb, o, 0, n);
+}
+
+static int f32_rows(const ew_job_t *j, int64_t s, int64_t e, vm_binop_t op)
+{
+    vm_binary_fn form = vm_binary_f32_form();
+    BIN_ROWS(j, float, float, float, s, e,
+             f32_piece(form, op, pa_ + (sa_ ? j0_ : 0), sa_, pb_ + (sb_ ? j0_ : 0), sb_, po_ + j0_, j1_ - j0_));
+    return 0;
+}
+
+#define ARITH_KERNEL_F32(name, OP, FEXPR, IEXPR)                                \
+    EW_BINARY_RANGE(name##_typed, FEXPR, IEXPR)                                 \
+    static int name##_range(const ew_job_t *j, int64_t s, int64_t e)            \
+    {                                                                           \
+        if (j->c->in[0]->dtype == DT_FLOAT) return f32_rows(j, s, e, OP);       \
+        return name##_typed(j, s, e);                                           \
+    }                                                                           \
+    int name(op_ctx_t *c) { return ew_broadcast(c, 2, name##_range); }
+
+ARITH_KERNEL_F32(run_add, VM_ADD, x + y, (uint64_t)x + (uint64_t)y)
+ARITH_KERNEL_F32(run_sub, VM_SUB, x - y, (uint64_t)x - (uint64_t)y)
+ARITH_KERNEL_F32(run_mul, VM_MUL, x * y, (uint64_t)x * (uint64_t)y)
+ARITH_KERNEL_F32(run_div, VM_DIV, x / y, INT_DIV(T, x, y))
 
 /* fmod=1 everywhere (floats require it: shape function), fmod=0 integers */
 static int mod_c(op_ctx_t *c);
@@ -181,7 +211,7 @@ static int is_square(const op_ctx_t *c)
 int run_pow(op_ctx_t *c)
 {
     if (is_square(c)) {
-        ew_job_t j = {.c = c, .x = c->in[0]->data, .o = c->out[0]->data};
+        ew_job_t j = {.c = c, .x = c->in[0]->data, .o = c->out[0]->data, .last = 1};
         return ew_parallel(&j, tensor_numel(c->out[0]), square_range);
     }
     return ew_broadcast(c, 2, pow_range);

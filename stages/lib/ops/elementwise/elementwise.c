@@ -13,6 +13,7 @@
 #include <string.h>
 #include "ops/elementwise/elementwise_impl.h"
 #include "ops/run.h"
+#include "tensor/half.h"
 #include "util/pool.h"
 
 int ew_bad_type(op_ctx_t *c, dtype_t dt)
@@ -111,34 +112,46 @@ typedef struct chunk_ctx {
     const ew_job_t *j;
     ew_range_fn fn;
     int64_t total;
-    int act;   /* apply the node's fused activation to each finished chunk */
+    int act;         /* apply the node's fused activation to each finished chunk */
+    dtype_t round;   /* then round it to this storage type (op_ctx_t.round_out) */
 } chunk_ctx_t;
 
 static void run_chunk(void *arg, int64_t k)
 {
     const chunk_ctx_t *x = arg;
     int64_t s = k * EW_CHUNK, e = s + EW_CHUNK < x->total ? s + EW_CHUNK : x->total;
+    float *o = (float *)x->j->o + s;
     x->fn(x->j, s, e);
-    if (x->act) node_act_range(x->j->c->node, (float *)x->j->o + s, e - s);
+    if (x->act) node_act_range(x->j->c->node, o, e - s);
+    if (x->round == DT_FLOAT16) round_f16_inplace(o, e - s);
+    else if (x->round == DT_BFLOAT16) round_bf16_inplace(o, e - s);
 }
 
-/* A fused activation (a SiLU after an Add, passes/fuse.c) runs on each
- * chunk while it is in cache rather than in a second pass over the whole
- * output: the same function of the same values, so the same bits. */
+/* A fused activation (a SiLU after an Add, passes/fuse.c) and then the
+ * storage rounding of an FP16/BF16 layer run on each chunk while it is in
+ * cache rather than in second and third passes over the whole output: the
+ * same functions of the same values in the same order, element by element,
+ * so the same bits. The rounding only in the kernel's last pass (not a
+ * step of Sum's fold) and where nothing is left to apply after the chunk
+ * (the activation done here or none). */
 int ew_parallel(const ew_job_t *j, int64_t total, ew_range_fn fn)
 {
     if (fn(j, 0, 0)) return OP_ERROR;       /* type check; no elements */
-    const tensor_t *o = j->c->out[0];
-    chunk_ctx_t x = {j, fn, total, j->c->node && j->c->node->act != ACT_NONE && o->dtype == DT_FLOAT && j->o == o->data &&
-                                   tensor_numel(o) == total};
+    op_ctx_t *c = j->c;
+    const tensor_t *o = c->out[0];
+    int whole = o->dtype == DT_FLOAT && j->o == o->data && tensor_numel(o) == total;
+    int act = whole && c->node && c->node->act != ACT_NONE;
+    dtype_t round = whole && j->last && (act || !c->node || c->node->act == ACT_NONE) ? c->round_out : DT_UNDEFINED;
+    chunk_ctx_t x = {j, fn, total, act, round};
     pool_for((total + EW_CHUNK - 1) / EW_CHUNK, run_chunk, &x);
-    if (x.act) j->c->act_done = 1;
+    if (x.act) c->act_done = 1;
+    if (x.round) c->round_done = 1;
     return 0;
 }
 
 int ew_unary(op_ctx_t *c, ew_range_fn fn)
 {
-    ew_job_t j = {.c = c, .x = c->in[0]->data, .o = c->out[0]->data};
+    ew_job_t j = {.c = c, .x = c->in[0]->data, .o = c->out[0]->data, .last = 1};
     return ew_parallel(&j, tensor_numel(c->in[0]), fn);
 }
 
@@ -147,7 +160,7 @@ int ew_broadcast(op_ctx_t *c, int n, ew_range_fn fn)
     bcast_t b;
     if (ew_plan(c, &b, n)) return OP_ERROR;
     ew_job_t j = {.c = c, .b = &b, .x = c->in[0]->data, .y = c->in[1]->data,
-                  .z = n > 2 ? c->in[2]->data : NULL, .o = c->out[0]->data};
+                  .z = n > 2 ? c->in[2]->data : NULL, .o = c->out[0]->data, .last = 1};
     return ew_parallel(&j, tensor_numel(c->out[0]), fn);
 }
 

@@ -58,6 +58,8 @@ typedef struct ew_job {
     const bcast_t *b;          /* broadcast plan (NULL for unary work) */
     const void *x, *y, *z;     /* operand data in plan order */
     void *o;                   /* output data */
+    int last;                  /* the kernel's last pass over output 0: its chunks may take
+                                  the storage rounding (op_ctx_t.round_out); not a step of a fold */
 } ew_job_t;
 typedef int (*ew_range_fn)(const ew_job_t *j, int64_t s, int64_t e);
 
@@ -97,10 +99,11 @@ int ew_broadcast(op_ctx_t *c, int n, ew_range_fn fn);
     }                                                                           \
     int name(op_ctx_t *c) { return ew_unary(c, name##_range); }
 
-/* Binary loop over output elements [s, e) of job j's plan: o = EXPR with x,
- * y bound to the operands j->x (TA) and j->y (TB). Within each row the four
- * stride patterns get their own loop so the compiler can vectorise them. */
-#define BIN_RANGE(j, TA, TB, TO, S, E, EXPR) do {                               \
+/* Walks output elements [s, e) of job j's plan row by row: ROW runs once
+ * per piece of a row with pa_, pb_ (the operands' rows, TA and TB), po_
+ * (the output's row, TO), j0_ .. j1_ (the piece's positions in the row)
+ * and sa_, sb_ (each operand's inner stride, 0 when broadcast) in scope. */
+#define BIN_ROWS(j, TA, TB, TO, S, E, ROW) do {                                 \
         const bcast_t *b_ = (j)->b;                                             \
         const TA *A_ = (const TA *)(j)->x;                                      \
         const TB *B_ = (const TB *)(j)->y;                                      \
@@ -119,30 +122,39 @@ int ew_broadcast(op_ctx_t *c, int n, ew_range_fn fn);
             const TA *pa_ = A_ + it_.off[0];                                    \
             const TB *pb_ = B_ + it_.off[1];                                    \
             TO *po_ = O_ + base_;                                               \
-            if (sa_ && sb_) {                                                   \
-                for (int64_t i_ = j0_; i_ < j1_; i_++) {                        \
-                    const TA x = pa_[i_]; const TB y = pb_[i_];                 \
-                    po_[i_] = (TO)(EXPR);                                       \
-                }                                                               \
-            } else if (sa_) {                                                   \
-                const TB y = pb_[0];                                            \
-                for (int64_t i_ = j0_; i_ < j1_; i_++) {                        \
-                    const TA x = pa_[i_];                                       \
-                    po_[i_] = (TO)(EXPR);                                       \
-                }                                                               \
-            } else if (sb_) {                                                   \
-                const TA x = pa_[0];                                            \
-                for (int64_t i_ = j0_; i_ < j1_; i_++) {                        \
-                    const TB y = pb_[i_];                                       \
-                    po_[i_] = (TO)(EXPR);                                       \
-                }                                                               \
-            } else {                                                            \
-                const TA x = pa_[0]; const TB y = pb_[0];                       \
-                const TO v_ = (TO)(EXPR);                                       \
-                for (int64_t i_ = j0_; i_ < j1_; i_++) po_[i_] = v_;            \
-            }                                                                   \
+            ROW;                                                                \
             pos_ = base_ + j1_;                                                 \
             bcast_next(b_, &it_);                                               \
+        }                                                                       \
+    } while (0)
+
+/* Binary loop over output elements [s, e) of job j's plan: o = EXPR with x,
+ * y bound to the operands j->x (TA) and j->y (TB). Within each row the four
+ * stride patterns get their own loop so the compiler can vectorise them. */
+#define BIN_RANGE(j, TA, TB, TO, S, E, EXPR)                                    \
+    BIN_ROWS(j, TA, TB, TO, S, E, BIN_ROW_LOOPS(TA, TB, TO, EXPR))
+#define BIN_ROW_LOOPS(TA, TB, TO, EXPR) do {                                    \
+        if (sa_ && sb_) {                                                       \
+            for (int64_t i_ = j0_; i_ < j1_; i_++) {                            \
+                const TA x = pa_[i_]; const TB y = pb_[i_];                     \
+                po_[i_] = (TO)(EXPR);                                           \
+            }                                                                   \
+        } else if (sa_) {                                                       \
+            const TB y = pb_[0];                                                \
+            for (int64_t i_ = j0_; i_ < j1_; i_++) {                            \
+                const TA x = pa_[i_];                                           \
+                po_[i_] = (TO)(EXPR);                                           \
+            }                                                                   \
+        } else if (sb_) {                                                       \
+            const TA x = pa_[0];                                                \
+            for (int64_t i_ = j0_; i_ < j1_; i_++) {                            \
+                const TB y = pb_[i_];                                           \
+                po_[i_] = (TO)(EXPR);                                           \
+            }                                                                   \
+        } else {                                                                \
+            const TA x = pa_[0]; const TB y = pb_[0];                           \
+            const TO v_ = (TO)(EXPR);                                           \
+            for (int64_t i_ = j0_; i_ < j1_; i_++) po_[i_] = v_;                \
         }                                                                       \
     } while (0)
 

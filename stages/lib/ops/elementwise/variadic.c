@@ -32,8 +32,9 @@ FOLD_STEP(max_step, x != x || x > y ? x : y, x > y ? x : y)
 FOLD_STEP(min_step, x != x || x < y ? x : y, x < y ? x : y)
 
 /* out = f(in[0], in[1]), then out = f(out, in[k]) for k >= 2 (in place:
- * each element reads only its own position of out). One input: a copy. */
-static int fold(op_ctx_t *c, ew_range_fn step)
+ * each element reads only its own position of out). One input: a copy.
+ * last: the final step is the kernel's last pass (not Mean's). */
+static int fold(op_ctx_t *c, ew_range_fn step, int last)
 {
     tensor_t *out = c->out[0];
     if (c->n_in == 1) {
@@ -45,15 +46,16 @@ static int fold(op_ctx_t *c, ew_range_fn step)
         const tensor_t *pair[2] = {k == 1 ? c->in[0] : out, c->in[k]};
         if (bcast_plan_tensors(&b, 2, pair, out))
             return op_fail(c, "input %d does not broadcast to the output", k);
-        ew_job_t j = {.c = c, .b = &b, .x = pair[0]->data, .y = pair[1]->data, .o = out->data};
+        ew_job_t j = {.c = c, .b = &b, .x = pair[0]->data, .y = pair[1]->data, .o = out->data,
+                      .last = k == c->n_in - 1 && last};
         if (ew_parallel(&j, tensor_numel(out), step)) return OP_ERROR;
     }
     return 0;
 }
 
-int run_sum(op_ctx_t *c) { return fold(c, sum_step); }
-int run_max(op_ctx_t *c) { return fold(c, max_step); }
-int run_min(op_ctx_t *c) { return fold(c, min_step); }
+int run_sum(op_ctx_t *c) { return fold(c, sum_step, 1); }
+int run_max(op_ctx_t *c) { return fold(c, max_step, 1); }
+int run_min(op_ctx_t *c) { return fold(c, min_step, 1); }
 
 static int mean_divide(const ew_job_t *j, int64_t s, int64_t e)
 {
@@ -65,8 +67,8 @@ static int mean_divide(const ew_job_t *j, int64_t s, int64_t e)
 
 int run_mean(op_ctx_t *c)
 {
-    if (fold(c, sum_step)) return OP_ERROR;
-    ew_job_t j = {.c = c, .o = c->out[0]->data};
+    if (fold(c, sum_step, 0)) return OP_ERROR;
+    ew_job_t j = {.c = c, .o = c->out[0]->data, .last = 1};
     return ew_parallel(&j, tensor_numel(c->out[0]), mean_divide);
 }
 

@@ -173,9 +173,15 @@ static void scale_scalar(float *y, int64_t n, double s)
     for (int64_t i = 0; i < n; i++) y[i] = scale1(y[i], s);
 }
 
+static void binary_scalar(vm_binop_t op, const float *a, int sa, const float *b, int sb, float *o, int64_t n)
+{
+    vm_binary1_from(op, a, sa, b, sb, o, 0, n);
+}
+
 const vmath_arch_t vmath_arch_generic = {
     .exp = exp_scalar, .sigmoid = sigmoid_scalar, .silu = silu_scalar, .tanh = tanh_scalar, .erf = erf_scalar,
     .max = max_scalar, .max_acc = max_acc_scalar, .exp_shift_sum = exp_shift_sum_scalar, .scale = scale_scalar,
+    .binary = binary_scalar,
 };
 
 /* The one selection point of vmath (docs/design.md, "ISA dispatch"). */
@@ -197,3 +203,8 @@ double vm_exp_shift_sum_f32(const float *x, float m, float *y, int64_t n)
 }
 void vm_scale_f32(float *y, int64_t n, double s) { vmath_arch()->scale(y, n, s); }
 void vm_max_acc_f32(float *m, const float *x, int64_t n) { vmath_arch()->max_acc(m, x, n); }
+void vm_binary_f32(vm_binop_t op, const float *a, int sa, const float *b, int sb, float *o, int64_t n)
+{
+    vmath_arch()->binary(op, a, sa, b, sb, o, n);
+}
+vm_binary_fn vm_binary_f32_form(void) { return vmath_arch()->binary; }

@@ -195,9 +195,41 @@ VT static void scale_avx2(float *y, int64_t n, double s)
     for (; i < n; i++) y[i] = scale1(y[i], s);   /* same bits as the vector lanes */
 }
 
+/* vm_binary_f32 on 8 lanes: the operation, then b's NaN lanes and over
+ * them a's replaced by the operand with its quiet bit set (vm_binop1's
+ * rule, by the bits rather than operand order or the compiler's algebra);
+ * the tail is vm_binop1's. */
+VT static inline __m256 v8_nan_rule(__m256 r, __m256 x, __m256 y)
+{
+    const __m256 q = _mm256_castsi256_ps(_mm256_set1_epi32(0x400000));
+    r = _mm256_blendv_ps(r, _mm256_or_ps(y, q), _mm256_cmp_ps(y, y, _CMP_UNORD_Q));
+    return _mm256_blendv_ps(r, _mm256_or_ps(x, q), _mm256_cmp_ps(x, x, _CMP_UNORD_Q));
+}
+
+#define BIN8(OPV) do {                                                          \
+        for (; i + 8 <= n; i += 8) {                                            \
+            __m256 x = sa ? _mm256_loadu_ps(a + i) : va, y = sb ? _mm256_loadu_ps(b + i) : vb; \
+            _mm256_storeu_ps(o + i, v8_nan_rule(OPV(x, y), x, y));              \
+        }                                                                       \
+    } while (0)
+
+VT static void binary_avx2(vm_binop_t op, const float *a, int sa, const float *b, int sb, float *o, int64_t n)
+{
+    const __m256 va = _mm256_set1_ps(a[0]), vb = _mm256_set1_ps(b[0]);
+    int64_t i = 0;
+    switch (op) {
+    case VM_ADD: BIN8(_mm256_add_ps); break;
+    case VM_SUB: BIN8(_mm256_sub_ps); break;
+    case VM_MUL: BIN8(_mm256_mul_ps); break;
+    case VM_DIV: BIN8(_mm256_div_ps); break;
+    }
+    vm_binary1_from(op, a, sa, b, sb, o, i, n);
+}
+
 const vmath_arch_t vmath_arch_avx2 = {
     .exp = exp_avx2, .sigmoid = sigmoid_avx2, .silu = silu_avx2, .tanh = vmath_tanh_avx2, .erf = vmath_erf_avx2,
     .max = max_avx2, .max_acc = vmath_max_acc_avx2, .exp_shift_sum = exp_shift_sum_avx2, .scale = scale_avx2,
+    .binary = binary_avx2,
 };
 
 #endif

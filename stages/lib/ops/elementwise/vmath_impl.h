@@ -23,6 +23,7 @@ typedef struct vmath_arch {
     /* the sum before vm_exp_shift_sum_f32 makes a NaN the default one */
     double (*exp_shift_sum)(const float *x, float m, float *y, int64_t n);
     void (*scale)(float *y, int64_t n, double s);
+    vm_binary_fn binary;
 } vmath_arch_t;
 
 extern const vmath_arch_t vmath_arch_generic;
