@@ -249,8 +249,8 @@ static int run_group(infer_ctx_t *c, set_state_t *sets, int n_sets, int lead, in
         twin[k] = t->cursor < t->n && !strcmp(t->s[t->cursor].name, sets[lead].s[i].name) ? t->cursor : -1;
         if (twin[k] < 0) continue;
         rc = read_sample(c, &sets[k], twin[k], &in[k], &ref[k], e);
-        /* reference runs are per layer and whole: nothing to share */
-        if (!rc && !c->job->reference && !c->cfg->dump) any |= can[k] = differing_inputs(g, &in[lead], &in[k], vary);
+        /* (several sets never come with --dump or --reference: main.c) */
+        if (!rc) any |= can[k] = differing_inputs(g, &in[lead], &in[k], vary);
     }
     exec_share_t *sh = any ? share_for(c, vary) : NULL;
     if (!rc) rc = run_sample(c, &sets[lead], i, &in[lead], &ref[lead], sh, NULL, e);

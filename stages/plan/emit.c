@@ -246,37 +246,33 @@ static void emit_infer(plan_out_t *o, const char *dir, const int *twins, int v, 
 {
     const model_cfg_t *m = o->m;
     const char *pn = m->precisions[p].name;
-    char label[1024] = "";
-    int n = 0;
+    int group[PLAN_MAX], n = 0;   /* v, then the variants whose base it is */
     for (int w = 0; w < m->n_variants; w++)
-        if (w == v || twins[w] == v) {
-            mk_printf(o, n++ ? " %s/cells/%s__%s/out.done" : "%s/cells/%s__%s/out.done", dir, m->variants[w].name, pn);
-            size_t l = strlen(label);
-            snprintf(label + l, sizeof label - l, "%s%s__%s", l ? "+" : "", m->variants[w].name, pn);
-        }
+        if (w == v || twins[w] == v) group[n++] = w;
+    char cd[PLAN_MAX][512], label[1024] = "";
+    for (int i = 0; i < n; i++) {
+        const char *vn = m->variants[group[i]].name;
+        snprintf(cd[i], sizeof cd[i], "%s/cells/%s__%s", dir, vn, pn);
+        size_t l = strlen(label);
+        snprintf(label + l, sizeof label - l, "%s%s__%s", l ? "+" : "", vn, pn);
+        mk_printf(o, i ? " %s/out.done" : "%s/out.done", cd[i]);
+    }
     /* one recipe makes them all: grouped targets (GNU make 4.3) */
     mk_printf(o, n > 1 ? " &: %s/engines/%s.engine" : ": %s/engines/%s.engine", dir, pn);
-    for (int w = 0; w < m->n_variants; w++)
-        if (w == v || twins[w] == v) put_stamp(o, dir, w);
+    for (int i = 0; i < n; i++) put_stamp(o, dir, group[i]);
     mk_printf(o, " %s/infer.args $(PARITY_BIN)/infer", dir);
     put_reset(o);
     mk_printf(o, "\t@echo '  INFER   %s %s'\n\t$(Q)", m->name, label);
-    for (int w = 0; w < m->n_variants; w++)
-        if (w == v || twins[w] == v)
-            mk_printf(o, "rm -f '%s/cells/%s__%s/out.done' && mkdir -p '%s/cells/%s__%s' && ", dir, m->variants[w].name, pn,
-                      dir, m->variants[w].name, pn);
+    for (int i = 0; i < n; i++) mk_printf(o, "rm -f '%s/out.done' && mkdir -p '%s' && ", cd[i], cd[i]);
     put_timed(o, dir, "infer", label);
     mk_printf(o, "$(PARITY_BIN)/infer '%s/engines/%s.engine'", dir, pn);
-    for (int w = 0; w < m->n_variants; w++)
-        if (w == v || twins[w] == v) {
-            char sets[1024], cd[1024];
-            pre_sets(m, dir, w, sets, sizeof sets);
-            snprintf(cd, sizeof cd, "%s/cells/%s__%s", dir, m->variants[w].name, pn);
-            mk_printf(o, " -i '%s' -o '%s/out' --stats '%s/stats.json'", sets, cd, cd);
-        }
+    for (int i = 0; i < n; i++) {
+        char sets[1024];
+        pre_sets(m, dir, group[i], sets, sizeof sets);
+        mk_printf(o, " -i '%s' -o '%s/out' --stats '%s/stats.json'", sets, cd[i], cd[i]);
+    }
     mk_printf(o, " --threads $(THREADS) @'%s/infer.args' && touch", dir);
-    for (int w = 0; w < m->n_variants; w++)
-        if (w == v || twins[w] == v) mk_printf(o, " '%s/cells/%s__%s/out.done'", dir, m->variants[w].name, pn);
+    for (int i = 0; i < n; i++) mk_printf(o, " '%s/out.done'", cd[i]);
     mk_printf(o, "\n\n");
 }
 
