@@ -36,12 +36,13 @@ static void pre_sets(const model_cfg_t *m, const char *dir, int v, char *sets, s
     else snprintf(sets, n, "%s/pre/%s", dir, m->variants[v].name);
 }
 
-/* The prerequisites that say a variant's sets are complete: its stamp, or
- * for ready tensor sets the files the Makefile makes first. */
+/* The prerequisites that say a variant's sets are complete: its index.json
+ * (newer only where its tensors changed: emit_preprocess), or for ready
+ * tensor sets the files the Makefile makes first. */
 static void put_stamp(plan_out_t *o, const char *dir, int v)
 {
     const model_cfg_t *m = o->m;
-    if (!m->inputs) mk_printf(o, " %s/pre/%s.done", dir, m->variants[v].name);
+    if (!m->inputs) mk_printf(o, " %s/pre/%s/index.json", dir, m->variants[v].name);
     for (int i = 0; m->inputs && i < m->n_depends; i++) mk_printf(o, " %s", m->depends[i]);
 }
 
@@ -69,36 +70,67 @@ static void put_reset(plan_out_t *o)
     mk_printf(o, " | timing-reset-%s\n", o->m->name);
 }
 
-/* Every value of a step lives in its argument file, the recipe names the file. */
+/* Every value of a step lives in its argument file, the recipe names the file.
+ * One preprocess runs every variant: each image is decoded once, and resized
+ * once for the variants that resize it alike (stages/preprocess/main.c).
+ * A variant whose tensors come out the same keeps its folder as it was, and
+ * what reads a variant's tensors depends on its index.json, not on the
+ * group's stamps, so rerunning the group (one config edited, preprocess
+ * rebuilt) reruns only the cells whose inputs changed. */
 static void emit_preprocess(plan_out_t *o, const char *dir)
 {
     const model_cfg_t *m = o->m;
     if (m->inputs) return;
     for (int v = 0; v < m->n_variants; v++) {
-        const char *vn = m->variants[v].name;
         json_t *a = json_array();
         args_add(o, a, "--config"); args_add(o, a, m->variants[v].config);
         for (int i = 0; i < m->n_pre_set; i++) { args_add(o, a, "--set"); args_add(o, a, m->pre_set[i]); }
         if (m->gt) { args_add(o, a, "--dataset"); args_add(o, a, m->gt); }
         args_add(o, a, "--images"); args_add(o, a, m->images);
         char an[256];
-        snprintf(an, sizeof an, "pre/%s.args", vn);
+        snprintf(an, sizeof an, "pre/%s.args", m->variants[v].name);
         queue_args(o, dir, an, a);
-        shard_guard_begin(o);
-        /* the ground truth lists the images; a folder alone is its own list
-         * (its time changes when an image is added or removed; $(wildcard):
-         * a folder that depends: makes is not there when make starts) */
-        mk_printf(o, "%s/pre/%s.done: %s/pre/%s.args %s $(PARITY_BIN)/preprocess", dir, vn, dir, vn, m->variants[v].config);
-        if (m->gt) mk_printf(o, " %s", m->gt);
-        else mk_printf(o, " $(wildcard %s)", m->images);
-        for (int i = 0; i < m->n_depends; i++) mk_printf(o, " %s", m->depends[i]);
-        put_reset(o);
-        mk_printf(o, "\t@echo '  PRE     %s %s'\n", m->name, vn);
-        mk_printf(o, "\t$(Q)rm -f $@ && ");
-        put_timed(o, dir, "preprocess", vn);
-        mk_printf(o, "$(PARITY_BIN)/preprocess @'%s/pre/%s.args' -o '%s/pre/%s' -j $(JOBS) && touch $@\n\n", dir, vn, dir, vn);
-        shard_merge_pre(o, dir, vn);
     }
+    /* the variants this run needs: the selected ones, the reference's, and
+     * the twins of each (their cells are one infer process: emit_infer) */
+    int twins[PLAN_MAX];
+    plan_twins(m, twins);
+    const char *M = m->name;
+    for (int v = 0; v < m->n_variants; v++) {
+        int b = twins[v] < 0 ? v : twins[v];
+        mk_printf(o, "%s_PRE_WITH_%s :=", M, m->variants[v].name);
+        for (int w = 0; w < m->n_variants; w++)
+            if (w == b || twins[w] == b) mk_printf(o, " %s", m->variants[w].name);
+        mk_printf(o, "\n");
+    }
+    mk_printf(o, "%s_PRE_SEL := $(filter $(foreach v,%s $(%s_SEL_V),$(%s_PRE_WITH_$(v))),$(%s_VARIANTS))\n", M,
+              m->variants[m->ref_variant].name, M, M, M);
+    shard_guard_begin(o);
+    for (int v = 0; v < m->n_variants; v++) mk_printf(o, v ? " %s/pre/%s.done" : "%s/pre/%s.done", dir, m->variants[v].name);
+    /* one recipe makes them all: grouped targets (GNU make 4.3); it makes
+     * the ones this run needs, and a later run that needs another finds
+     * that one's stamp missing and runs it again */
+    mk_printf(o, m->n_variants > 1 ? " &:" : ":");
+    for (int v = 0; v < m->n_variants; v++) mk_printf(o, " %s/pre/%s.args %s", dir, m->variants[v].name, m->variants[v].config);
+    /* the ground truth lists the images; a folder alone is its own list
+     * (its time changes when an image is added or removed; $(wildcard):
+     * a folder that depends: makes is not there when make starts) */
+    mk_printf(o, " $(PARITY_BIN)/preprocess");
+    if (m->gt) mk_printf(o, " %s", m->gt);
+    else mk_printf(o, " $(wildcard %s)", m->images);
+    for (int i = 0; i < m->n_depends; i++) mk_printf(o, " %s", m->depends[i]);
+    put_reset(o);
+    mk_printf(o, "\t@echo '  PRE     %s $(%s_PRE_SEL)'\n", m->name, M);
+    mk_printf(o, "\t$(Q)rm -f $(foreach v,$(%s_PRE_SEL),'%s/pre/$(v).done') && ", M, dir);
+    mk_printf(o, "$(PARITY_BIN)/timed --log '%s/timing.jsonl' --stage preprocess --cell '$(subst $() $(),+,$(%s_PRE_SEL))' -- ",
+              dir, M);
+    mk_printf(o, "$(PARITY_BIN)/preprocess -j $(JOBS) $(foreach v,$(%s_PRE_SEL),@'%s/pre/$(v).args' -o '%s/pre/$(v)') "
+                 "&& touch $(foreach v,$(%s_PRE_SEL),'%s/pre/$(v).done')\n", M, dir, dir, M, dir);
+    shard_merge_pre(o, dir);
+    /* what reads a variant's tensors depends on this: newer only where they changed */
+    for (int v = 0; v < m->n_variants; v++)
+        mk_printf(o, "%s/pre/%s/index.json: %s/pre/%s.done ;\n", dir, m->variants[v].name, dir, m->variants[v].name);
+    mk_printf(o, "\n");
 }
 
 static void emit_engines(plan_out_t *o, const char *dir)

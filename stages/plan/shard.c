@@ -58,18 +58,23 @@ static void put_shard_outs(plan_out_t *o, const char *dir, const char *sub)
     mk_printf(o, " $(foreach i,$(PARITY_SHARD_IDS),%s/shards/$(SHARDS)/$(i)/%s)", dir, sub);
 }
 
-/* The sharded twin of a variant's preprocess: its shards merged. */
-void shard_merge_pre(plan_out_t *o, const char *dir, const char *vn)
+/* The sharded twin of the variants' preprocess: each variant's shards merged. */
+void shard_merge_pre(plan_out_t *o, const char *dir)
 {
-    char sub[512];
-    snprintf(sub, sizeof sub, "pre/%s.done", vn);
-    mk_printf(o, "else\n%s/pre/%s.done:", dir, vn);
-    put_shard_outs(o, dir, sub);
-    mk_printf(o, " $(PARITY_BIN)/shard\n\t@echo '  MERGE   %s %s'\n", o->m->name, vn);
-    mk_printf(o, "\t$(Q)rm -f $@ && $(PARITY_BIN)/shard merge -o '%s/pre/%s'", dir, vn);
-    snprintf(sub, sizeof sub, "pre/%s", vn);
-    put_shard_outs(o, dir, sub);
-    mk_printf(o, " && touch $@\nendif\n\n");
+    mk_printf(o, "else\n");
+    for (int v = 0; v < o->m->n_variants; v++) {
+        const char *vn = o->m->variants[v].name;
+        char sub[512];
+        snprintf(sub, sizeof sub, "pre/%s.done", vn);
+        mk_printf(o, "%s/pre/%s.done:", dir, vn);
+        put_shard_outs(o, dir, sub);
+        mk_printf(o, " $(PARITY_BIN)/shard\n\t@echo '  MERGE   %s %s'\n", o->m->name, vn);
+        mk_printf(o, "\t$(Q)rm -f $@ && $(PARITY_BIN)/shard merge -o '%s/pre/%s'", dir, vn);
+        snprintf(sub, sizeof sub, "pre/%s", vn);
+        put_shard_outs(o, dir, sub);
+        mk_printf(o, " && touch $@\n");
+    }
+    mk_printf(o, "endif\n\n");
 }
 
 /* The sharded twin of a cell's inference: its shards' outputs merged. */

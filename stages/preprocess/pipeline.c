@@ -6,6 +6,7 @@
  * (x * scale, or x / N, then - mean, then / std), so it is exact and fast.
  * The folder is assembled under a temporary name and renamed into place, so a
  * sample folder is either complete or absent. */
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,7 +19,17 @@
 #include "util/fsutil.h"
 #include "util/jsonfile.h"
 
-/* Brings the decoded image to the configured channels (see color.h). */
+/* Whether convert_color changes an image of c channels. */
+static int color_changes(const prep_cfg_t *p, int c)
+{
+    if (c == 2 || c == 4 || p->color == COLOR_RGBA || p->color == COLOR_BGRA)
+        return 1;
+    return c == 3 ? p->color == COLOR_GRAY : p->color != COLOR_GRAY;
+}
+
+/* Brings the decoded image to the configured channels (see color.h), in RGB
+ * order: BGR's swap is make_tensor's, after the resize (which treats every
+ * channel alike), so variants that differ only in the order share it. */
 static void convert_color(const prep_cfg_t *p, image_t *im)
 {
     int want_alpha = p->color == COLOR_RGBA || p->color == COLOR_BGRA;
@@ -41,16 +52,12 @@ static void convert_color(const prep_cfg_t *p, image_t *im)
     }
     if ((p->color == COLOR_RGB || p->color == COLOR_BGR) && im->c == 1)
         color_gray_to_rgb(im);
-    if (p->color == COLOR_BGR || p->color == COLOR_BGRA)
-        color_swap_rb(im);
 }
 
-/* The letterbox fill in tensor channel order. */
+/* The letterbox fill, RGB(A) like the canvas. */
 static void pad_pixel(const prep_cfg_t *p, uint8_t px[4])
 {
     px[0] = p->pad[0], px[1] = p->pad[1], px[2] = p->pad[2], px[3] = 255;
-    if (p->color == COLOR_BGR || p->color == COLOR_BGRA)
-        px[0] = p->pad[2], px[2] = p->pad[0];
 }
 
 /* The H x W x C network image from the resized one. */
@@ -85,6 +92,13 @@ static void build_lut(const prep_cfg_t *p, float lut[4][256])
         }
 }
 
+/* The image channel that tensor channel ch reads: BGR(A) swaps R and B. */
+static int source_channel(const prep_cfg_t *p, int ch)
+{
+    int swap = p->color == COLOR_BGR || p->color == COLOR_BGRA;
+    return swap && ch < 3 ? 2 - ch : ch;
+}
+
 static int make_tensor(const prep_cfg_t *p, const image_t *im, tensor_t *t, perr_t *e)
 {
     int c = im->c;
@@ -94,30 +108,37 @@ static int make_tensor(const prep_cfg_t *p, const image_t *im, tensor_t *t, perr
         dims[1] = im->h, dims[2] = im->w, dims[3] = c;
     if (tensor_alloc(t, p->dtype, 4, dims, e) < 0)
         return -1;
-    /* element (i, ch) of the image goes to index i*c + ch (NHWC) or ch*hw + i (NCHW) */
+    /* element (i, ch) of the tensor goes to index i*c + ch (NHWC) or
+     * ch*hw + i (NCHW), from the image's element (i, source_channel(ch)) */
     int64_t si = p->layout == LAYOUT_NHWC ? c : 1, sc = p->layout == LAYOUT_NHWC ? 1 : hw;
     if (p->dtype == DT_UINT8) {
         uint8_t *o = t->data;
-        for (int ch = 0; ch < c; ch++)
+        for (int ch = 0; ch < c; ch++) {
+            const uint8_t *in = im->data + source_channel(p, ch);
             for (int64_t i = 0; i < hw; i++)
-                o[i * si + ch * sc] = im->data[i * c + ch];
+                o[i * si + ch * sc] = in[i * c];
+        }
         return 0;
     }
     float lut[4][256];
     build_lut(p, lut);
     if (p->dtype == DT_FLOAT) {
         float *o = t->data;
-        for (int ch = 0; ch < c; ch++)
+        for (int ch = 0; ch < c; ch++) {
+            const uint8_t *in = im->data + source_channel(p, ch);
             for (int64_t i = 0; i < hw; i++)
-                o[i * si + ch * sc] = lut[ch][im->data[i * c + ch]];
+                o[i * si + ch * sc] = lut[ch][in[i * c]];
+        }
     } else {
         uint16_t hl[4][256], *o = t->data;
         for (int ch = 0; ch < c; ch++)
             for (int v = 0; v < 256; v++)
                 hl[ch][v] = f32_to_f16(lut[ch][v]);
-        for (int ch = 0; ch < c; ch++)
+        for (int ch = 0; ch < c; ch++) {
+            const uint8_t *in = im->data + source_channel(p, ch);
             for (int64_t i = 0; i < hw; i++)
-                o[i * si + ch * sc] = hl[ch][im->data[i * c + ch]];
+                o[i * si + ch * sc] = hl[ch][in[i * c]];
+        }
     }
     return 0;
 }
@@ -281,40 +302,125 @@ static int write_sample(const prep_cfg_t *p, const prep_sample_t *s, const image
     return rc;
 }
 
-int prep_sample(const prep_cfg_t *p, const prep_sample_t *s, const char *outdir, perr_t *e)
+static png_opts_t png_opts_of(const prep_cfg_t *p)
 {
-    png_opts_t po = { .cv_gray = p->color == COLOR_GRAY && !resize_is_pillow(p->method) &&
-                                 p->alpha == ALPHA_DROP };
-    png_info_s_t pi;
-    image_t im = { 0 }, rs = { 0 }, canvas = { 0 };
+    return (png_opts_t){ .cv_gray = p->color == COLOR_GRAY && !resize_is_pillow(p->method) &&
+                                    p->alpha == ALPHA_DROP };
+}
+
+static int same_png_opts(const prep_cfg_t *a, const prep_cfg_t *b)
+{
+    png_opts_t x = png_opts_of(a), y = png_opts_of(b);
+    return x.cv_gray == y.cv_gray;
+}
+
+/* Whether a and b resize the same image the same way: the same decoding,
+ * colour conversion (channel order aside: make_tensor's) and resize. */
+static int same_resize(const prep_cfg_t *a, const prep_geom_t *ga, const prep_cfg_t *b,
+                       const prep_geom_t *gb)
+{
+    int ca = a->color == COLOR_BGR ? COLOR_RGB : a->color == COLOR_BGRA ? COLOR_RGBA : a->color;
+    int cb = b->color == COLOR_BGR ? COLOR_RGB : b->color == COLOR_BGRA ? COLOR_RGBA : b->color;
+    return same_png_opts(a, b) && ca == cb && a->alpha == b->alpha && a->method == b->method &&
+           !memcmp(a->background, b->background, 3) && ga->rw == gb->rw && ga->rh == gb->rh;
+}
+
+static int image_clone(const image_t *src, image_t *dst, perr_t *e)
+{
+    if (image_alloc(dst, src->w, src->h, src->c, e) < 0)
+        return -1;
+    memcpy(dst->data, src->data, (size_t)(src->w * src->h * src->c));
+    return 0;
+}
+
+/* The decoded image resized for variant p: colour first, on a copy where
+ * that changes anything (the decoded image is every variant's). */
+static int resize_for(const prep_cfg_t *p, const image_t *dec, const prep_geom_t *g, image_t *rs,
+                      perr_t *e)
+{
+    image_t conv = { 0 };
+    const image_t *src = dec;
+    if (color_changes(p, dec->c)) {
+        if (image_clone(dec, &conv, e) < 0)
+            return -1;
+        convert_color(p, &conv);
+        src = &conv;
+    }
+    int rc = resize_image(src, g->rw, g->rh, p->method, rs, e);
+    image_free(&conv);
+    return rc;
+}
+
+/* Variant v's tensor from its resized image, written to its folder. */
+static int finish_variant(const prep_cfg_t *p, const prep_sample_t *s, const image_t *dec,
+                          const png_info_s_t *pi, const prep_geom_t *g, const image_t *rs,
+                          const char *outdir, perr_t *e)
+{
+    image_t canvas = { 0 };
     tensor_t t = { 0 };
-    prep_geom_t g;
-    int rc = png_load(s->file, &po, &im, &pi, e);
-    if (!rc && s->coco_w > 0 && (s->coco_w != im.w || s->coco_h != im.h))
-        rc = BAD(e, "%s: the dataset says %lldx%lld, the file is %lldx%lld", s->file,
-                 (long long)s->coco_w, (long long)s->coco_h, (long long)im.w, (long long)im.h);
-    if (!rc)
-        convert_color(p, &im);
-    if (!rc && (rc = prep_geometry(p, im.w, im.h, &g, e)) < 0)
-        perr_prefix(e, "%s: ", s->file);
-    if (!rc)
-        rc = resize_image(&im, g.rw, g.rh, p->method, &rs, e);
-    const image_t *net = &rs;
-    if (!rc && p->mode != MODE_STRETCH) {
-        rc = image_alloc(&canvas, p->w, p->h, rs.c, e);
+    const image_t *net = rs;
+    int rc = 0;
+    if (p->mode != MODE_STRETCH) {
+        rc = image_alloc(&canvas, p->w, p->h, rs->c, e);
         if (!rc)
-            place(p, &g, &rs, &canvas);
+            place(p, g, rs, &canvas);
         net = &canvas;
     }
     if (!rc)
         rc = make_tensor(p, net, &t, e);
     if (!rc)
-        apply_fill(p, &g, &t);
+        apply_fill(p, g, &t);
     if (!rc)
-        rc = write_sample(p, s, &im, &pi, &g, &t, outdir, e);
+        rc = write_sample(p, s, dec, pi, g, &t, outdir, e);
     tensor_free_data(&t);
     image_free(&canvas);
-    image_free(&rs);
-    image_free(&im);
+    return rc;
+}
+
+/* Each image is decoded once for the variants with the same PNG options,
+ * and resized once for those that resize it alike (same_resize): the
+ * tensors are the bytes each variant alone would make. */
+int prep_sample(const prep_cfg_t *const *p, int n, const prep_sample_t *s, char *const *outdirs,
+                perr_t *e)
+{
+    assert(n >= 1 && n <= PREP_MAX_VARIANTS);
+    image_t dec[PREP_MAX_VARIANTS] = { { 0 } }, rs[PREP_MAX_VARIANTS] = { { 0 } };
+    png_info_s_t pi[PREP_MAX_VARIANTS];
+    prep_geom_t g[PREP_MAX_VARIANTS];
+    int from_dec[PREP_MAX_VARIANTS], from_rs[PREP_MAX_VARIANTS];
+    int rc = 0;
+    for (int v = 0; v < n && !rc; v++) {
+        from_dec[v] = v;
+        for (int u = 0; u < v && from_dec[v] == v; u++)
+            if (same_png_opts(p[u], p[v]))
+                from_dec[v] = from_dec[u];
+        if (from_dec[v] == v) {
+            png_opts_t po = png_opts_of(p[v]);
+            rc = png_load(s->file, &po, &dec[v], &pi[v], e);
+            if (!rc && s->coco_w > 0 && (s->coco_w != dec[v].w || s->coco_h != dec[v].h))
+                rc = BAD(e, "%s: the dataset says %lldx%lld, the file is %lldx%lld", s->file,
+                         (long long)s->coco_w, (long long)s->coco_h, (long long)dec[v].w,
+                         (long long)dec[v].h);
+            if (rc)
+                break;
+        }
+        const image_t *d = &dec[from_dec[v]];
+        if ((rc = prep_geometry(p[v], d->w, d->h, &g[v], e)) < 0) {
+            perr_prefix(e, "%s: ", s->file);
+            break;
+        }
+        from_rs[v] = v;
+        for (int u = 0; u < v && from_rs[v] == v; u++)
+            if (same_resize(p[u], &g[u], p[v], &g[v]))
+                from_rs[v] = from_rs[u];
+        if (from_rs[v] == v)
+            rc = resize_for(p[v], d, &g[v], &rs[v], e);
+        if (!rc)
+            rc = finish_variant(p[v], s, d, &pi[from_dec[v]], &g[v], &rs[from_rs[v]], outdirs[v], e);
+    }
+    for (int v = 0; v < n; v++) {
+        image_free(&rs[v]);
+        image_free(&dec[v]);
+    }
     return rc;
 }

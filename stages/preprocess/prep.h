@@ -82,13 +82,21 @@ typedef struct prep_geom {
 
 int prep_geometry(const prep_cfg_t *p, int64_t w, int64_t h, prep_geom_t *g, perr_t *e);
 
-/* Processes one sample into OUTDIR/<encoded id>/ (all or nothing). */
-int prep_sample(const prep_cfg_t *p, const prep_sample_t *s, const char *outdir, perr_t *e);
+/* Variants of one run: several configs, one image list, one output folder each. */
+#define PREP_MAX_VARIANTS 64
 
-/* Processes all samples with `jobs` threads; stops at the first failure
- * (reported deterministically: the first failing sample in list order), then
- * writes OUTDIR/index.json only when every sample succeeded. */
-int prep_run(const prep_cfg_t *p, const prep_inputs_t *in, const char *outdir, int jobs,
-             perr_t *e);
+/* Processes one sample for n variants, variant v into outdirs[v]/<encoded
+ * id>/ (each all or nothing); the image is decoded and resized once for
+ * the variants that would do it alike (pipeline.c). */
+int prep_sample(const prep_cfg_t *const *p, int n, const prep_sample_t *s, char *const *outdirs,
+                perr_t *e);
+
+/* Processes all samples for n variants with `jobs` threads; stops at the
+ * first failure (reported deterministically: the first failing sample in
+ * list order). Each outdirs[v] is published whole, with its index.json,
+ * only when every sample succeeded, and left as it was (times too) where
+ * it already held exactly those bytes. */
+int prep_run(const prep_cfg_t *const *p, int n, const prep_inputs_t *in, const char *const *outdirs,
+             int jobs, perr_t *e);
 
 #endif

@@ -5,8 +5,11 @@
  * the thread count. After a failure no new sample is started; since samples
  * are taken in order, every sample before the failing one has been
  * attempted, and the first failure in list order is the one reported.
- * The samples are written into a staging folder that becomes OUTDIR only
- * when all of them succeeded (with OUTDIR/index.json, the list of samples). */
+ * The samples are written into a staging folder per output that becomes
+ * OUTDIR only when all of them succeeded (with OUTDIR/index.json, the list
+ * of samples); an OUTDIR that already held exactly those bytes is kept as
+ * it was, times too, so make reruns nothing that reads it. */
+#include <assert.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -19,9 +22,10 @@
 #include "util/jsonfile.h"
 
 typedef struct pool {
-    const prep_cfg_t *cfg;
+    const prep_cfg_t *const *cfg;
+    int n;                  /* variants */
     const prep_inputs_t *in;
-    const char *outdir;
+    char **stage;           /* one per variant */
     perr_t *errs;           /* one per sample */
     atomic_llong next;
     atomic_int failed;
@@ -54,7 +58,7 @@ static void *worker(void *arg)
         long long i = atomic_fetch_add(&p->next, 1);
         if (i >= p->in->n)
             break;
-        if (prep_sample(p->cfg, &p->in->s[i], p->outdir, &p->errs[i]) < 0)
+        if (prep_sample(p->cfg, p->n, &p->in->s[i], p->stage, &p->errs[i]) < 0)
             atomic_store(&p->failed, 1);
         long long d = atomic_fetch_add(&p->done, 1) + 1;
         if (p->progress)
@@ -82,44 +86,53 @@ static int write_index(const prep_cfg_t *cfg, const prep_inputs_t *in, const cha
     return rc;
 }
 
-int prep_run(const prep_cfg_t *cfg, const prep_inputs_t *in, const char *outdir, int jobs,
-             perr_t *e)
+int prep_run(const prep_cfg_t *const *cfg, int n, const prep_inputs_t *in,
+             const char *const *outdirs, int jobs, perr_t *e)
 {
     /* samples go to OUTDIR.tmp.PID, swapped into place when all succeeded:
      * a failed run leaves no folder (nor good samples beside a bad one) */
-    char *stage = dir_stage_begin(outdir, e);
-    if (!stage)
-        return -1;
-    pool_t p = { .cfg = cfg, .in = in, .outdir = stage, .progress = isatty(2),
+    char *stage[PREP_MAX_VARIANTS] = { 0 };
+    assert(n >= 1 && n <= PREP_MAX_VARIANTS);
+    int rc = 0;
+    for (int v = 0; v < n && !rc; v++)
+        if (!(stage[v] = dir_stage_begin(outdirs[v], e)))
+            rc = -1;
+    pool_t p = { .cfg = cfg, .n = n, .in = in, .stage = stage, .progress = isatty(2),
                  .t0 = now_s() };
     p.errs = xcalloc((size_t)in->n, sizeof *p.errs);
     atomic_init(&p.next, 0);
-    atomic_init(&p.failed, 0);
+    atomic_init(&p.failed, rc < 0);
     atomic_init(&p.done, 0);
     if (jobs > in->n)
         jobs = (int)in->n;
     pthread_t th[64];
     int started = 0;
-    for (int i = 1; i < jobs && i < 64; i++)
+    for (int i = 1; !rc && i < jobs && i < 64; i++)
         if (pthread_create(&th[started], NULL, worker, &p) == 0)
             started++;
-    worker(&p);
+    if (!rc)
+        worker(&p);
     for (int i = 0; i < started; i++)
         pthread_join(th[i], NULL);
-    if (p.progress)
+    if (p.progress && !rc)
         fputc('\n', stderr);
-    int rc = 0;
     for (int64_t i = 0; i < in->n && !rc; i++)
         if (p.errs[i].code) {
             *e = p.errs[i];
             rc = -1;
         }
     free(p.errs);
-    if (!rc)
-        rc = write_index(cfg, in, stage, e);
-    if (!rc)
-        return dir_stage_commit(stage, outdir, e);
-    remove_tree(stage);
-    free(stage);
+    for (int v = 0; v < n && !rc; v++)
+        rc = write_index(cfg[v], in, stage[v], e);
+    for (int v = 0; v < n && !rc; v++) {
+        rc = dir_stage_commit_if_changed(stage[v], outdirs[v], e);
+        stage[v] = NULL;   /* freed by the commit */
+    }
+    for (int v = 0; v < n; v++)
+        if (stage[v]) {
+            remove_tree(stage[v]);
+            staging_release(stage[v]);
+            free(stage[v]);
+        }
     return rc;
 }

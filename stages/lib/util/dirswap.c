@@ -1,5 +1,7 @@
 /* dirswap.c — publishing a folder atomically: a stage fills DIR.tmp.PID and
- * swaps it into place, so a folder that exists is always complete; sweeping
+ * swaps it into place, so a folder that exists is always complete (or, where
+ * the old folder holds the same tree, is removed and the old one kept with
+ * its times, so make sees no change); sweeping
  * the staging names (NAME.tmp.PID, NAME.old.PID) that a killed run left
  * behind; and removing this process's own staging names when SIGTERM,
  * SIGINT or SIGHUP stops it (SIGKILL cannot be caught: the sweep of the
@@ -243,6 +245,58 @@ int dir_stage_commit(char *tmp, const char *final, perr_t *e)
     }
     if (had) remove_tree(old);
     free(old);
+    free(tmp);
+    return 0;
+}
+
+/* Whether files a and b hold the same bytes. */
+static int file_same(const char *a, const char *b)
+{
+    file_view_t va, vb;
+    perr_t e = {0};
+    if (view_file(a, &va, &e)) return 0;
+    if (view_file(b, &vb, &e)) {
+        unview_file(&va);
+        return 0;
+    }
+    int same = va.len == vb.len && !memcmp(va.data, vb.data, va.len);
+    unview_file(&va);
+    unview_file(&vb);
+    return same;
+}
+
+/* Whether a and b are the same tree: the same names throughout, folders
+ * where folders are, and the same bytes in each file. */
+static int tree_same(const char *a, const char *b)
+{
+    int da = is_dir(a);
+    if (da != is_dir(b)) return 0;
+    if (!da) return file_same(a, b);
+    char **na, **nb;
+    perr_t e = {0};
+    int n = list_dir(a, &na, &e), m = n < 0 ? -1 : list_dir(b, &nb, &e);
+    if (n < 0 || m < 0) {
+        if (n >= 0) free_list(na, n);
+        return 0;
+    }
+    int same = n == m;
+    for (int i = 0; same && i < n; i++) {
+        same = !strcmp(na[i], nb[i]);
+        char *pa = path_join(a, na[i]), *pb = path_join(b, nb[i]);
+        same = same && tree_same(pa, pb);
+        free(pa);
+        free(pb);
+    }
+    free_list(na, n);
+    free_list(nb, m);
+    return same;
+}
+
+int dir_stage_commit_if_changed(char *tmp, const char *final, perr_t *e)
+{
+    if (!is_dir(final) || !tree_same(tmp, final)) return dir_stage_commit(tmp, final, e);
+    remove_tree(tmp);
+    staging_release(tmp);
     free(tmp);
     return 0;
 }

@@ -60,6 +60,10 @@ void free_list(char **names, int n);
  * then dir_stage_commit swaps it into place (frees tmp). */
 char *dir_stage_begin(const char *final, perr_t *e);
 int dir_stage_commit(char *tmp, const char *final, perr_t *e);
+/* dir_stage_commit, unless FINAL already holds the same tree (the same
+ * names, the same bytes): then tmp is removed and FINAL keeps its times,
+ * so make sees no change (write_if_changed's rule, for folders). */
+int dir_stage_commit_if_changed(char *tmp, const char *final, perr_t *e);
 int remove_tree(const char *path);
 /* Removes FINAL.tmp.PID and FINAL.old.PID left by processes that no longer
  * run (a killed `make validate`); atomic_open and dir_stage_begin call it, so
