@@ -263,9 +263,22 @@ static int commit_dir(const char *tmp, const char *final, const char *old, perr_
     return 0;
 }
 
+/* The input tensor file of sample s in variant folder outdir (malloc'd). */
+static char *tensor_path(const prep_cfg_t *p, const prep_sample_t *s, const char *outdir)
+{
+    char *enc = name_encode(s->id), *file = tensor_file_name(p->input_name);
+    char *dir = path_join(outdir, enc), *path = path_join(dir, file);
+    free(dir);
+    free(file);
+    free(enc);
+    return path;
+}
+
+/* same_as: the file of an earlier variant's tensor with the same bytes, or
+ * NULL: the file is a second link to it (twin variants: no second copy). */
 static int write_sample(const prep_cfg_t *p, const prep_sample_t *s, const image_t *orig,
                         const png_info_s_t *pi, const prep_geom_t *g, const tensor_t *t,
-                        const char *outdir, perr_t *e)
+                        const char *same_as, const char *outdir, perr_t *e)
 {
     char *enc = name_encode(s->id);
     size_t n = strlen(enc) + 64;
@@ -279,7 +292,7 @@ static int write_sample(const prep_cfg_t *p, const prep_sample_t *s, const image
     free(file);
     remove_flat_dir(tmp);
     int rc = mkdir_p(tmp, e);
-    if (!rc)
+    if (!rc && !(same_as && link(same_as, tpath) == 0))
         rc = npy_write(tpath, t, e);
     for (int i = 0; !rc && i < p->nextra; i++)
         rc = write_extra(&p->extra[i], p, orig, g, tmp, e);
@@ -351,40 +364,56 @@ static int resize_for(const prep_cfg_t *p, const image_t *dec, const prep_geom_t
     return rc;
 }
 
-/* Variant v's tensor from its resized image, written to its folder. */
-static int finish_variant(const prep_cfg_t *p, const prep_sample_t *s, const image_t *dec,
-                          const png_info_s_t *pi, const prep_geom_t *g, const image_t *rs,
-                          const char *outdir, perr_t *e)
+/* Whether two tensors hold the same type, shape and bytes. */
+static int same_tensor(const tensor_t *a, const tensor_t *b)
+{
+    if (a->dtype != b->dtype || a->ndim != b->ndim || memcmp(a->dims, b->dims, sizeof a->dims))
+        return 0;
+    return !memcmp(a->data, b->data, (size_t)tensor_numel(a) * dtype_size(a->dtype));
+}
+
+/* Variant v's tensor ts[v] from its resized image, written to outdirs[v];
+ * the file of an earlier variant's tensor with the same bytes (ts[u], from
+ * the same resized image: from_rs) is linked. */
+static int finish_variant(const prep_cfg_t *const *p, int v, const prep_sample_t *s,
+                          const image_t *dec, const png_info_s_t *pi, const prep_geom_t *g,
+                          const image_t *rs, const int *from_rs, char *const *outdirs, tensor_t *ts,
+                          perr_t *e)
 {
     image_t canvas = { 0 };
-    tensor_t t = { 0 };
     const image_t *net = rs;
     int rc = 0;
-    if (p->mode != MODE_STRETCH) {
-        rc = image_alloc(&canvas, p->w, p->h, rs->c, e);
+    if (p[v]->mode != MODE_STRETCH) {
+        rc = image_alloc(&canvas, p[v]->w, p[v]->h, rs->c, e);
         if (!rc)
-            place(p, g, rs, &canvas);
+            place(p[v], g, rs, &canvas);
         net = &canvas;
     }
     if (!rc)
-        rc = make_tensor(p, net, &t, e);
+        rc = make_tensor(p[v], net, &ts[v], e);
     if (!rc)
-        apply_fill(p, g, &t);
+        apply_fill(p[v], g, &ts[v]);
+    char *same_as = NULL;
+    for (int u = 0; !rc && u < v && !same_as; u++)
+        if (from_rs[u] == from_rs[v] && ts[u].data && !strcmp(p[u]->input_name, p[v]->input_name) && same_tensor(&ts[u], &ts[v]))
+            same_as = tensor_path(p[u], s, outdirs[u]);
     if (!rc)
-        rc = write_sample(p, s, dec, pi, g, &t, outdir, e);
-    tensor_free_data(&t);
+        rc = write_sample(p[v], s, dec, pi, g, &ts[v], same_as, outdirs[v], e);
+    free(same_as);
     image_free(&canvas);
     return rc;
 }
 
 /* Each image is decoded once for the variants with the same PNG options,
- * and resized once for those that resize it alike (same_resize): the
- * tensors are the bytes each variant alone would make. */
+ * and resized once for those that resize it alike (same_resize); a tensor
+ * with the same bytes as an earlier variant's is a link to its file. The
+ * files are the bytes each variant alone would write. */
 int prep_sample(const prep_cfg_t *const *p, int n, const prep_sample_t *s, char *const *outdirs,
                 perr_t *e)
 {
     assert(n >= 1 && n <= PREP_MAX_VARIANTS);
     image_t dec[PREP_MAX_VARIANTS] = { { 0 } }, rs[PREP_MAX_VARIANTS] = { { 0 } };
+    tensor_t ts[PREP_MAX_VARIANTS] = { { 0 } };
     png_info_s_t pi[PREP_MAX_VARIANTS];
     prep_geom_t g[PREP_MAX_VARIANTS];
     int from_dec[PREP_MAX_VARIANTS], from_rs[PREP_MAX_VARIANTS];
@@ -416,9 +445,10 @@ int prep_sample(const prep_cfg_t *const *p, int n, const prep_sample_t *s, char 
         if (from_rs[v] == v)
             rc = resize_for(p[v], d, &g[v], &rs[v], e);
         if (!rc)
-            rc = finish_variant(p[v], s, d, &pi[from_dec[v]], &g[v], &rs[from_rs[v]], outdirs[v], e);
+            rc = finish_variant(p, v, s, d, &pi[from_dec[v]], &g[v], &rs[from_rs[v]], from_rs, outdirs, ts, e);
     }
     for (int v = 0; v < n; v++) {
+        tensor_free_data(&ts[v]);
         image_free(&rs[v]);
         image_free(&dec[v]);
     }

@@ -3,7 +3,8 @@
 # the --config and --set before it; one image list): every variant's folder
 # is byte for byte what a run of that variant alone writes, for variants
 # that share the decoding and the resize (RGB and BGR, other mean/std, a
-# twin that differs only in extra:), and for ones that do not (another
+# twin that differs only in extra:, whose identical tensor files are one
+# file, linked), and for ones that do not (another
 # library, letterbox, gray, RGBA over a background, uint8 NHWC), over gray,
 # gray+alpha, RGB, RGBA, palette and 16-bit PNGs, on 1 and 2 threads. An
 # output folder that already holds exactly the new bytes is kept, times and
@@ -103,6 +104,11 @@ lb, lbn = tree(os.path.join(alone, "lb")), tree(os.path.join(alone, "lb-naive"))
 t.ok([k for k in lb if k.endswith("images.npy") and lb[k] != lbn[k]] == [] and
      [k for k in lb if k.endswith("orig_target_sizes.npy") and lb[k] != lbn[k]] != [],
      "the twins: the same images, different extra inputs (each checked above against its run alone)")
+ino = lambda top, n: [os.stat(os.path.join(top, n, smp, "images.npy")).st_ino for smp in sorted(os.listdir(os.path.join(top, n)))
+                      if smp != "index.json"]
+g1 = os.path.join(d, "group1")
+t.ok(ino(g1, "lb") == ino(g1, "lb-naive") and ino(g1, "official") != ino(g1, "bgr") and ino(alone, "lb") != ino(alone, "lb-naive"),
+     "together, the twin's images are links to the first's file (no second copy); other variants' are files of their own")
 
 # 2. a rerun that makes the same bytes keeps the folders as they were
 grp = os.path.join(d, "group2")
