@@ -66,8 +66,9 @@ static void bulk_checks(void)
         a[i] = b[i] = c[i] = bits_f32(u);
     }
     round_f16_inplace(a, N);
-    /* bfloat16 and TF32 in pieces of 1..31 values: every vector tail */
-    for (int i = 0, len = 1; i < N; i += len, len = len % 31 + 1) {
+    /* bfloat16 and TF32 in pieces of 1..63 values: every vector tail, behind
+     * none, one or more of the 32-value steps */
+    for (int i = 0, len = 1; i < N; i += len, len = len % 63 + 1) {
         int m = N - i < len ? N - i : len;
         round_bf16_inplace(b + i, m);
         round_tf32_inplace(c + i, m);
@@ -85,6 +86,33 @@ static void bulk_checks(void)
     ok(bulk16 == 0, "bulk float16 rounding equals the scalar conversion on 1M values (%d bad)", bulk16);
     ok(bulkbf == 0, "bulk bfloat16 rounding equals the scalar conversion on 1M values (%d bad)", bulkbf);
     ok(bulktf == 0, "bulk TF32 rounding equals the scalar conversion on 1M values (%d bad)", bulktf);
+}
+
+/* The bfloat16 and TF32 bulk rounding with a NaN (signalling or quiet,
+ * either sign, payload in high and low bits) at each position of 64
+ * values, among values that round up, down, to even and into infinity:
+ * the bulk path rounds a vector without a NaN alike on every lane and
+ * gives a NaN's lanes their own rule (bfloat16: quieted, truncated; TF32:
+ * as it is), so every element must be the scalar rounding's bits. */
+static void nan_lane_checks(void)
+{
+    static const uint32_t nans[] = {0x7f800001u, 0xff800001u, 0x7fc00000u, 0x7fa5a5a5u, 0xffffffffu, 0x7f80ffffu};
+    static const uint32_t vals[] = {0x3f808000u, 0x3f818000u, 0x3f80ffffu, 0x7f7fffffu, 0x00018000u, 0x80000001u,
+                                    0x3f801000u, 0x3f803000u, 0x7f800000u, 0xff800000u, 0x00000000u, 0x80000000u};
+    int bad = 0;
+    for (int q = 0; q < (int)(sizeof nans / sizeof nans[0]); q++)
+        for (int p = 0; p < 64; p++) {
+            float b[64], t[64], in[64];
+            for (int i = 0; i < 64; i++) in[i] = bits_f32(vals[(i * 7 + p) % 12]);
+            in[p] = bits_f32(nans[q]);
+            memcpy(b, in, sizeof b);
+            memcpy(t, in, sizeof t);
+            round_bf16_inplace(b, 64);
+            round_tf32_inplace(t, 64);
+            for (int i = 0; i < 64; i++)
+                bad += f32_bits(b[i]) != f32_bits(f32_round_bf16(in[i])) || f32_bits(t[i]) != f32_bits(f32_round_tf32(in[i]));
+        }
+    ok(bad == 0, "bfloat16/TF32 bulk rounding with a NaN at each of 64 positions: the scalar bits (%d bad)", bad);
 }
 
 /* The FP16 storage rounding at its edges, through the bulk path of every
@@ -264,6 +292,7 @@ int main(void)
     ok(isnan(f32_round_bf16(NAN)) && isinf(f32_round_bf16(INFINITY)) && isnan(f32_round_tf32(NAN)),
        "NaN and inf survive bfloat16 and TF32 rounding");
     at_each_isa(bulk_checks);
+    at_each_isa(nan_lane_checks);
     at_each_isa(f16_edge_checks);
     at_each_isa(convert_f16_checks);
     convert_bf16_checks();

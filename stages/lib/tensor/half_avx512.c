@@ -10,27 +10,43 @@
  * wider than the compiler's SSE2 loop (measured: BF16 emulation of the
  * 640 RT-DETR went from 1.12x to 1.05x of FP32). keep: the low bits that
  * survive (0xffff0000 for bfloat16, ~0x1fff for TF32); shift: the position
- * of the last kept bit; quiet: set the quiet bit of a NaN (bfloat16). */
+ * of the last kept bit; quiet: set the quiet bit of a NaN (bfloat16).
+ * Round to nearest even on the bits is right for every value but a NaN
+ * (an infinity stays one, the largest finite values carry into infinity
+ * as IEEE rounding does): so the steps run on every lane, and only a
+ * vector holding a NaN (rare: an unordered compare says) takes the NaN
+ * rule, a branch instead of the blend every vector paid (bf16 emulation
+ * of the 320 RT-DETR: the rounding 7.4% of its time before). */
+#define ROUND_BITS(v) _mm512_and_si512(_mm512_add_epi32(_mm512_add_epi32(v, half), \
+                                       _mm512_and_si512(_mm512_srli_epi32(v, (unsigned)shift), one)), k)
+__attribute__((target("avx512f"))) static inline __m512i nan_rule(__m512i v, __m512i r, __m512i k, int quiet)
+{
+    __mmask16 nan = _mm512_cmp_ps_mask(_mm512_castsi512_ps(v), _mm512_castsi512_ps(v), _CMP_UNORD_Q);
+    if (!nan) return r;
+    /* a NaN: bfloat16 sets its quiet bit, then truncates; TF32 keeps it as it is */
+    __m512i sp = quiet ? _mm512_and_si512(_mm512_or_si512(v, _mm512_set1_epi32(0x400000)), k) : v;
+    return _mm512_mask_mov_epi32(r, nan, sp);
+}
+
 __attribute__((target("avx512f"))) static void round_bits_avx512(float *y, const float *x, int64_t n,
                                                                   uint32_t keep, int shift, int quiet)
 {
-    const __m512i expo = _mm512_set1_epi32(0x7f800000), mant = _mm512_set1_epi32(0x7fffff);
     const __m512i k = _mm512_set1_epi32((int)keep), half = _mm512_set1_epi32((int)(~keep >> 1));
-    const __m512i one = _mm512_set1_epi32(1), qbit = _mm512_set1_epi32(0x400000);
-    for (int64_t i = 0; i < n; i += 16) {
+    const __m512i one = _mm512_set1_epi32(1);
+    int64_t i = 0;
+    for (; i + 32 <= n; i += 32) {
+        __m512i a = _mm512_loadu_si512(x + i), b = _mm512_loadu_si512(x + i + 16);
+        __m512i ra = nan_rule(a, ROUND_BITS(a), k, quiet), rb = nan_rule(b, ROUND_BITS(b), k, quiet);
+        _mm512_storeu_si512(y + i, ra);
+        _mm512_storeu_si512(y + i + 16, rb);
+    }
+    for (; i < n; i += 16) {
         __mmask16 m = n - i >= 16 ? 0xFFFF : (__mmask16)((1u << (n - i)) - 1);
         __m512i v = _mm512_maskz_loadu_epi32(m, x + i);
-        __mmask16 special = _mm512_cmpeq_epi32_mask(_mm512_and_si512(v, expo), expo);
-        __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(v, (unsigned)shift), one);
-        __m512i r = _mm512_and_si512(_mm512_add_epi32(_mm512_add_epi32(v, half), lsb), k);
-        __m512i sp = v;
-        if (quiet) {   /* a NaN: quiet bit set, then truncated; an infinity stays */
-            __mmask16 nan = _mm512_mask_test_epi32_mask(special, v, mant);
-            sp = _mm512_mask_mov_epi32(v, nan, _mm512_and_si512(_mm512_or_si512(v, qbit), k));
-        }
-        _mm512_mask_storeu_epi32(y + i, m, _mm512_mask_mov_epi32(r, special, sp));
+        _mm512_mask_storeu_epi32(y + i, m, nan_rule(v, ROUND_BITS(v), k, quiet));
     }
 }
+#undef ROUND_BITS
 
 /* FP16 storage rounding: VCVTPS2PH with round-to-nearest-even, then back,
  * as round_f16_f16c (half_avx2.c) does on 8 lanes; the 512-bit forms have the same
