@@ -91,6 +91,7 @@ typedef struct px_src {
  * around it. */
 typedef struct px_plan {
     int oc, pix;
+    int stem;   /* 1: rows of stem_px, no tile, nothing copied (stem_of) */
     /* one source for all (a band, or the input): strips of consecutive
      * pixels per task; else 0 (a task per output row) */
     int64_t run;
@@ -196,12 +197,28 @@ static int offsets_fit(const fconv_geom_t *g, const px_src_t *s, int in_place)
     return g->cin * g->h * g->w + reach_r * g->w + reach_c <= INT32_MAX;
 }
 
+/* 1 where the set's stem row applies (fgemm_impl.h's stem_px): 3x3,
+ * stride 2, pad 1 on every side, k within one accumulation block, at
+ * most 16 channels, on planes large enough to be read in place (the tile
+ * would copy only the frame's bands). There tile_px16 ran at 55% of the
+ * FMA peak (k = 27: its transposed store and pointers weigh on 27 steps). */
+static int stem_of(const fconv_geom_t *g, int64_t m)
+{
+    return fgemm_arch()->stem_px && m <= PX16 && g->kh == 3 && g->kw == 3 && g->sh == 2 && g->sw == 2 &&
+           g->dh[0] == -1 && g->dh[1] == 0 && g->dh[2] == 1 && g->dw[0] == -1 && g->dw[1] == 0 && g->dw[2] == 1 &&
+           g->oh == (g->h + 1) / 2 && g->ow == (g->w + 1) / 2 && g->cin * 9 <= FG_KB && g->h * g->w >= INPLACE_MIN_PLANE;
+}
+
 /* The plan into *pl and the scratch floats it needs, or 0 where the tile
  * does not apply (kept: the weights are kept across calls). */
 static int64_t plan_floats(const fconv_geom_t *g, int64_t m, int kept, px_plan_t *pl)
 {
     const fgemm_arch_t *ar = fgemm_arch();
     if (!ar->tile_px || g->sh > 2 || g->sw > 2 || m < 1) return 0;
+    if (stem_of(g, m)) {   /* the weights alone, as tile_px16's */
+        *pl = (px_plan_t){.oc = PX16, .pix = PX16, .stem = 1};
+        return g->cin * g->kh * g->kw * PX16 + 16;
+    }
     if (ar->px_max_k && g->cin * g->kh * g->kw > ar->px_max_k) return 0;
     /* small planes: packing the weights would not pay (see fconv_rows) */
     int64_t plane = g->oh * g->ow;
@@ -381,6 +398,17 @@ static void px_run(void *ctx, int64_t t)
     }
 }
 
+/* Task r: output row r of the stem (stem_px), then the rest of the
+ * epilogue on it as px_run's. */
+static void stem_row(void *ctx, int64_t r)
+{
+    const px_job_t *j = ctx;
+    const fconv_geom_t *g = j->g;
+    int64_t n = g->oh * g->ow, at = r * g->ow;
+    fgemm_arch()->stem_px(j->x, g->cin, g->h, g->w, r, g->ow, j->wp, j->y + at, n, (int)j->m, j->e.bias, &j->te);
+    fgemm_tile_post(j->y + at, n, (int)j->m, (int)g->ow, j->e.res ? j->e.res + at : NULL, &j->e);
+}
+
 int fconv_px(int64_t m, const fconv_geom_t *g, const float *w, const float *x, float *y, const fgemm_epi_t *epi,
              float *scratch, void **cache)
 {
@@ -410,6 +438,10 @@ int fconv_px(int64_t m, const fconv_geom_t *g, const float *w, const float *x, f
     assert(!kept || (kept->rows == m && kept->k == j.k));   /* one node's constant weights */
     if (kept) j.wp = kept->p;
     if (pack) pool_for(j.blocks, pack_block, &j);
+    if (j.plan.stem) {
+        pool_for(g->oh, stem_row, &j);
+        return 0;
+    }
     j.plan.in.koff = koff_of(g, &j.plan.in, 1);
     for (int i = 0; i < j.plan.nbands; i++) j.plan.band[i].koff = koff_of(g, &j.plan.band[i], 0);
     pool_for(g->cin * j.plan.nbands, fill_band, &j);

@@ -414,6 +414,82 @@ KT static void tile_px16_avx512(int64_t k, const float *const *px, const int32_t
                   noc - 8, pix_hi);
 }
 
+/* Lanes [lo, hi) of a vector of 16 (clamped to it). */
+static inline __mmask16 lanes_between(int64_t lo, int64_t hi)
+{
+    lo = lo < 0 ? 0 : lo;
+    hi = hi > 16 ? 16 : hi;
+    return hi <= lo ? 0 : (__mmask16)(((1u << hi) - 1) & ~((1u << lo) - 1));
+}
+
+/* The 16 floats of input row xr (an address formed as an integer: it may
+ * lie before the row) at columns [c, c + 16) under mask m: the lanes
+ * inside [0, w), lanes_between(-c, w - c). */
+KT static inline __m512 row16(uintptr_t xr, int64_t c, __mmask16 m)
+{
+    return _mm512_maskz_loadu_ps(m, (const void *)(xr + (uintptr_t)c * sizeof(float)));
+}
+
+#define STEM_FMA(i) a##i = _mm512_fmadd_ps(t, _mm512_set1_ps(wv[i]), a##i);
+#define STEM_STEP(tap, wq)          \
+    do {                            \
+        __m512 t = (tap);           \
+        const float *wv = (wq);     \
+        P16(STEM_FMA)               \
+    } while (0)
+#define STEM_FINISH(i) a##i = finish(a##i, _mm512_set1_ps(bias && i < noc ? bias[i] : 0.0f), zero, e);
+#define STEM_STORE(i) \
+    if (i < noc) _mm512_mask_storeu_ps(y + i * ldy + o0, pix, a##i);
+
+/* fconv_px's stem row (fgemm_impl.h): 16 output pixels of a row in the
+ * lanes against 16 channels' weights broadcast (the other way round from
+ * tile_px16, whose 16 x 16 tile would spend a third of a k = 27 tile on
+ * its transposed store and its 16 pixels' pointers): a step loads no
+ * pointer, the weights are broadcast from one pointer, and each channel's
+ * 16 pixels are stored as they lie. The taps of a kernel row come from two
+ * pairs of loads of the input row, split into even and odd columns. Each
+ * element is summed over k in the order of the weights from zero, padding
+ * zeros included, then finished as tile_px16's: the same bits. */
+KT static void stem_px_avx512(const float *x, int64_t cin, int64_t h, int64_t w, int64_t r, int64_t ow,
+                              const float *wp, float *y, int64_t ldy, int noc, const float *bias, const fgemm_epi_t *e)
+{
+    const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+    const __m512i odd = _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
+    __m512 zero = _mm512_setzero_ps();
+    for (int64_t o0 = 0; o0 < ow; o0 += 16) {
+        __mmask16 pix = lanes_lo((int)(ow - o0 < 16 ? ow - o0 : 16));
+        int64_t c0 = 2 * o0 - 1;   /* pixel o0's first tap's column */
+        __mmask16 m0 = lanes_between(-c0, w - c0), m16 = lanes_between(-c0 - 16, w - c0 - 16);
+        __mmask16 m2 = lanes_between(-c0 - 2, w - c0 - 2), m18 = lanes_between(-c0 - 18, w - c0 - 18);
+        P16(P16_ZERO)
+        const float *wq = wp;
+        for (int64_t ch = 0; ch < cin; ch++)
+            for (int64_t row = 2 * r - 1; row <= 2 * r + 1; row++, wq += 48) {
+                if (row < 0 || row >= h) {   /* a row of the padding: its zeros, in order */
+                    STEM_STEP(zero, wq);
+                    STEM_STEP(zero, wq + 16);
+                    STEM_STEP(zero, wq + 32);
+                    continue;
+                }
+                uintptr_t xr = (uintptr_t)(x + (ch * h + row) * w);
+                /* columns c0 + 2i + j of tap j at lane i: the even and odd
+                 * lanes of [c0, c0 + 32), the even ones of [c0 + 2, c0 + 34) */
+                __m512 lo = row16(xr, c0, m0), hi = row16(xr, c0 + 16, m16);
+                STEM_STEP(_mm512_permutex2var_ps(lo, even, hi), wq);
+                STEM_STEP(_mm512_permutex2var_ps(lo, odd, hi), wq + 16);
+                STEM_STEP(_mm512_permutex2var_ps(row16(xr, c0 + 2, m2), even, row16(xr, c0 + 18, m18)), wq + 32);
+            }
+        P16(STEM_FINISH)
+        if (act_deferred(e)) {
+            __m512 v[16];
+            P16(P16_TO)
+            act_block(v, 16, e);
+            P16(P16_FROM)
+        }
+        P16(STEM_STORE)
+    }
+}
+
 /* The residual on a finished tile (fgemm_impl.h): a row 16 columns at a
  * time, the sum (r + c: one IEEE addition, the Add's bits), then finish's
  * Relu and finish_act's other activations (the standalone kernels' bits,
@@ -433,6 +509,7 @@ KT static void residual_avx512(float *c, int64_t ldc, int mr, int nr, const floa
 }
 
 const fgemm_arch_t fgemm_arch_avx512 = {FG_MR, tile_avx512, pack_b, pack_taps, gather_even_avx512,
-                                        tile_px_avx512, 1, fgemm_pack_px_avx, 0, residual_avx512, tile_px16_avx512};
+                                        tile_px_avx512, 1, fgemm_pack_px_avx, 0, residual_avx512, tile_px16_avx512,
+                                        stem_px_avx512};
 
 #endif
