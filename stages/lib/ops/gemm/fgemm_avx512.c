@@ -463,6 +463,14 @@ KT static void stem_px_avx512(const float *x, int64_t cin, int64_t h, int64_t w,
         __mmask16 m2 = lanes_between(-c0 - 2, w - c0 - 2), m18 = lanes_between(-c0 - 18, w - c0 - 18);
         P16(P16_ZERO)
         const float *wq = wp;
+        for (int64_t ch = 0; ch < cin; ch++) {
+            /* the next output row's two new input rows, where this strip reads */
+            for (int64_t row = 2 * r + 2; row <= 2 * r + 3 && row < h; row++) {
+                uintptr_t at = (uintptr_t)(x + (ch * h + row) * w) + (uintptr_t)(c0 + 1) * sizeof(float);
+                _mm_prefetch((const char *)at, _MM_HINT_T0);
+                _mm_prefetch((const char *)(at + 64), _MM_HINT_T0);
+            }
+        }
         for (int64_t ch = 0; ch < cin; ch++)
             for (int64_t row = 2 * r - 1; row <= 2 * r + 1; row++, wq += 48) {
                 if (row < 0 || row >= h) {   /* a row of the padding: its zeros, in order */
