@@ -10,6 +10,16 @@
  * on the zero weights past m (RT-DETR's 16 -> 16 layer at 160x160 1.8x
  * faster, its 3 -> 16 stem 1.5x, the kernels alone).
  *
+ * 3x3 convolutions with pad 1 and few input channels (k <= FG_KB) and at
+ * most 32 output channels -- RT-DETR's stem and its two 160x160 layers --
+ * run on the set's row kernel instead where it has one (row_px, at
+ * AVX-512; rows_of): 16 pixels of an output row in the lanes against 16
+ * channels' weights broadcast, the input read in place under masks, no
+ * tile, no copy, no transposed store (kernels alone, one thread: the 3 ->
+ * 16 stem 0.345 -> 0.233 ms, 16 -> 16 at 160x160 1.170 -> 1.046, 16 -> 32
+ * 2.298 -> 2.092). Where k is larger the tiles stay: their steps already
+ * run at the FMA peak and the store is a small part of them.
+ *
  * Large input planes are read where they lie: only the frame of output
  * pixels whose windows reach past the edges -- the rows above and below,
  * the first and last strips of the rows between -- reads zero-padded
@@ -91,7 +101,7 @@ typedef struct px_src {
  * around it. */
 typedef struct px_plan {
     int oc, pix;
-    int stem;   /* 1: rows of stem_px, no tile, nothing copied (stem_of) */
+    int rows;   /* 1: the set's row kernel, no tile, nothing copied (rows_of) */
     /* one source for all (a band, or the input): strips of consecutive
      * pixels per task; else 0 (a task per output row) */
     int64_t run;
@@ -197,16 +207,21 @@ static int offsets_fit(const fconv_geom_t *g, const px_src_t *s, int in_place)
     return g->cin * g->h * g->w + reach_r * g->w + reach_c <= INT32_MAX;
 }
 
-/* 1 where the set's stem row applies (fgemm_impl.h's stem_px): 3x3,
- * stride 2, pad 1 on every side, k within one accumulation block, at
- * most 16 channels, on planes large enough to be read in place (the tile
- * would copy only the frame's bands). There tile_px16 ran at 55% of the
- * FMA peak (k = 27: its transposed store and pointers weigh on 27 steps). */
-static int stem_of(const fconv_geom_t *g, int64_t m)
+/* 1 where the set's row kernel applies (fgemm_impl.h's row_px): 3x3,
+ * stride 1 or 2, pad 1 on every side, k within one accumulation block
+ * (at most 28 input channels), at most 32 output channels (the weights
+ * packed as for the tiles), rows of at least 16 pixels; at stride 1
+ * wherever the tile would run, at stride 2 on planes large enough to be
+ * read in place. Kernels alone (CPU clock): RT-DETR's 3 -> 16 stem at
+ * 320x320 0.345 -> 0.233 ms (tile_px16 ran at 55% of the FMA peak), its
+ * 16 -> 16 and 16 -> 32 layers at 160x160 see bench/README.md. */
+static int rows_of(const fconv_geom_t *g, int64_t m)
 {
-    return fgemm_arch()->stem_px && m <= PX16 && g->kh == 3 && g->kw == 3 && g->sh == 2 && g->sw == 2 &&
+    int s = g->sh;
+    return fgemm_arch()->row_px && m <= PX_OC && g->kh == 3 && g->kw == 3 && (s == 1 || s == 2) && g->sw == s &&
            g->dh[0] == -1 && g->dh[1] == 0 && g->dh[2] == 1 && g->dw[0] == -1 && g->dw[1] == 0 && g->dw[2] == 1 &&
-           g->oh == (g->h + 1) / 2 && g->ow == (g->w + 1) / 2 && g->cin * 9 <= FG_KB && g->h * g->w >= INPLACE_MIN_PLANE;
+           g->oh == (g->h - 1) / s + 1 && g->ow == (g->w - 1) / s + 1 && g->ow >= 16 && g->cin * 9 <= FG_KB &&
+           (s == 1 ? g->oh * g->ow >= PX_MIN_PLANE : g->h * g->w >= INPLACE_MIN_PLANE);
 }
 
 /* The plan into *pl and the scratch floats it needs, or 0 where the tile
@@ -215,9 +230,10 @@ static int64_t plan_floats(const fconv_geom_t *g, int64_t m, int kept, px_plan_t
 {
     const fgemm_arch_t *ar = fgemm_arch();
     if (!ar->tile_px || g->sh > 2 || g->sw > 2 || m < 1) return 0;
-    if (stem_of(g, m)) {   /* the weights alone, as tile_px16's */
-        *pl = (px_plan_t){.oc = PX16, .pix = PX16, .stem = 1};
-        return g->cin * g->kh * g->kw * PX16 + 16;
+    if (rows_of(g, m)) {   /* the weights alone, packed as the tile's */
+        int oc = m <= PX16 && ar->tile_px16 ? PX16 : PX_OC;
+        *pl = (px_plan_t){.oc = oc, .pix = oc, .rows = 1};
+        return g->cin * g->kh * g->kw * oc + 16;
     }
     if (ar->px_max_k && g->cin * g->kh * g->kw > ar->px_max_k) return 0;
     /* small planes: packing the weights would not pay (see fconv_rows) */
@@ -398,14 +414,19 @@ static void px_run(void *ctx, int64_t t)
     }
 }
 
-/* Task r: output row r of the stem (stem_px), then the rest of the
- * epilogue on it as px_run's. */
-static void stem_row(void *ctx, int64_t r)
+/* Task r: output row r by the row kernel (row_px), 16 channels at a time
+ * (the halves of a block of 32: wstep 32), then the rest of the epilogue
+ * on the row as px_run's. */
+static void px_row(void *ctx, int64_t r)
 {
     const px_job_t *j = ctx;
     const fconv_geom_t *g = j->g;
     int64_t n = g->oh * g->ow, at = r * g->ow;
-    fgemm_arch()->stem_px(j->x, g->cin, g->h, g->w, r, g->ow, j->wp, j->y + at, n, (int)j->m, j->e.bias, &j->te);
+    for (int64_t c = 0; c < j->m; c += PX16) {
+        int noc = j->m - c < PX16 ? (int)(j->m - c) : PX16;
+        fgemm_arch()->row_px(j->x, g->cin, g->h, g->w, g->sh, r, g->ow, j->wp + c, j->plan.oc, j->y + c * n + at, n,
+                             noc, j->e.bias ? j->e.bias + c : NULL, &j->te);
+    }
     fgemm_tile_post(j->y + at, n, (int)j->m, (int)g->ow, j->e.res ? j->e.res + at : NULL, &j->e);
 }
 
@@ -438,8 +459,8 @@ int fconv_px(int64_t m, const fconv_geom_t *g, const float *w, const float *x, f
     assert(!kept || (kept->rows == m && kept->k == j.k));   /* one node's constant weights */
     if (kept) j.wp = kept->p;
     if (pack) pool_for(j.blocks, pack_block, &j);
-    if (j.plan.stem) {
-        pool_for(g->oh, stem_row, &j);
+    if (j.plan.rows) {
+        pool_for(g->oh, px_row, &j);
         return 0;
     }
     j.plan.in.koff = koff_of(g, &j.plan.in, 1);
