@@ -429,7 +429,7 @@ static void test_pools(void)
 typedef struct px_case {
     const char *name;
     int64_t c, m, h, w;
-    int kh, kw, dil, pt, pl, pb, pr, act, s, in_place;
+    int kh, kw, dil, pt, pl, pb, pr, act, s, in_place;   /* in_place 2: at AVX-512 only (the row kernel) */
 } px_case_t;
 /* Partial pixel strips (widths not a multiple of 8), partial channel
  * blocks (m not a multiple of 32), uneven pads, dilation, taps wholly in
@@ -461,6 +461,12 @@ static const px_case_t px_cases[] = {
     {"in place: 3x3 pad 1, 24 wide (a strip in place)", 2, 32, 3000, 24, 3, 3, 1, 1, 1, 1, 1, ACT_NONE, 1, 1},
     {"3x3 pad 1, 10 wide, 7000 high (the frame would be all)", 2, 32, 7000, 10, 3, 3, 1, 1, 1, 1, 1, ACT_NONE, 1, 0},
     {"5x5 pad 2, 9 wide, 8000 high (no strip in place)", 1, 32, 8000, 9, 5, 5, 1, 2, 2, 2, 2, ACT_NONE, 1, 0},
+    /* the row kernel at AVX-512 (fconv_px.c's rows_of): two groups of 16
+     * channels, the second partial; k 252, the most one block holds; rows
+     * of 16 and 45 pixels; stride 2 on a plane read in place, 17 out */
+    {"row kernel: 3x3 pad 1, 16 -> 24, 45 wide", 16, 24, 40, 45, 3, 3, 1, 1, 1, 1, 1, ACT_SILU, 1, 2},
+    {"row kernel: 3x3 pad 1, 28 channels (k 252), 32 out, 16 wide", 28, 32, 70, 16, 3, 3, 1, 1, 1, 1, 1, ACT_CLIP, 1, 2},
+    {"row kernel: 3x3 stride 2 pad 1, 17 out, 263 wide", 2, 17, 260, 263, 3, 3, 1, 1, 1, 1, 1, ACT_LEAKY, 2, 1},
 };
 
 /* The case's output size and fconv geometry. */
@@ -494,10 +500,12 @@ static int px_same_as_rows(const px_case_t *t, int kept_only)
     int64_t oc = t->m <= 16 && isa_active() == ISA_AVX512 ? 16 : 32;
     int64_t packed = (t->m + oc - 1) / oc * oc * k + 16;
     int64_t whole = t->c * (t->h + t->pt + t->pb + s) * (t->w + t->pl + t->pr + s) + packed;
-    if (need > whole || (need < t->c * t->h * t->w + packed) != t->in_place) {
+    /* in_place 2: read in place by the row kernel where the set has it (AVX-512), else through a copy */
+    int in_place = t->in_place == 1 || (t->in_place == 2 && isa_active() == ISA_AVX512);
+    if (need > whole || (need < t->c * t->h * t->w + packed) != in_place) {
         diag("fconv_px %s, m %lld: scratch %lld floats (a whole copy %lld, the input %lld): %s in place", t->name,
              (long long)t->m, (long long)need, (long long)whole, (long long)(t->c * t->h * t->w),
-             t->in_place ? "not" : "read");
+             in_place ? "not" : "read");
         return 0;
     }
     float *x = random_floats(t->c * t->h * t->w), *w = random_floats(t->m * k), *bias = random_floats(t->m);
@@ -536,7 +544,7 @@ static int px_same_as_rows(const px_case_t *t, int kept_only)
  * strip of 5, 1 or 11 pixels whose pixels repeat) and of 8, stride 2,
  * k past one accumulation block, read in place and in bands. */
 static const px_case_t px16_cases[] = {
-    {"3x3 pad 1, 37 wide", 4, 0, 45, 37, 3, 3, 1, 1, 1, 1, 1, ACT_RELU},
+    {"3x3 pad 1, 37 wide (the row kernel at AVX-512)", 4, 0, 45, 37, 3, 3, 1, 1, 1, 1, 1, ACT_RELU, 1, 2},
     {"3x3 stride 2 pad 1, 33 wide, odd", 3, 0, 71, 65, 3, 3, 1, 1, 1, 1, 1, ACT_SILU, 2},
     {"3x3 pad 1, 30 channels (k 270: a block and 14 steps), 27 wide", 30, 0, 40, 27, 3, 3, 1, 1, 1, 1, 1, ACT_CLIP},
     {"in place: 3x3 pad 1, 261 wide", 2, 0, 257, 261, 3, 3, 1, 1, 1, 1, 1, ACT_LEAKY, 1, 1},

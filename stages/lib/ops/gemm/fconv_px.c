@@ -10,6 +10,16 @@
  * on the zero weights past m (RT-DETR's 16 -> 16 layer at 160x160 1.8x
  * faster, its 3 -> 16 stem 1.5x, the kernels alone).
  *
+ * 3x3 convolutions with pad 1 and few input channels (k <= FG_KB) and at
+ * most 32 output channels -- RT-DETR's stem and its two 160x160 layers --
+ * run on the set's row kernel instead where it has one (row_px, at
+ * AVX-512; rows_of): 16 pixels of an output row in the lanes against 16
+ * channels' weights broadcast, the input read in place under masks, no
+ * tile, no copy, no transposed store (kernels alone, one thread: the 3 ->
+ * 16 stem 0.345 -> 0.233 ms, 16 -> 16 at 160x160 1.170 -> 1.046, 16 -> 32
+ * 2.298 -> 2.092). Where k is larger the tiles stay: their steps already
+ * run at the FMA peak and the store is a small part of them.
+ *
  * Large input planes are read where they lie: only the frame of output
  * pixels whose windows reach past the edges -- the rows above and below,
  * the first and last strips of the rows between -- reads zero-padded
@@ -91,6 +101,7 @@ typedef struct px_src {
  * around it. */
 typedef struct px_plan {
     int oc, pix;
+    int rows;   /* 1: the set's row kernel, no tile, nothing copied (rows_of) */
     /* one source for all (a band, or the input): strips of consecutive
      * pixels per task; else 0 (a task per output row) */
     int64_t run;
@@ -196,12 +207,34 @@ static int offsets_fit(const fconv_geom_t *g, const px_src_t *s, int in_place)
     return g->cin * g->h * g->w + reach_r * g->w + reach_c <= INT32_MAX;
 }
 
+/* 1 where the set's row kernel applies (fgemm_impl.h's row_px): 3x3,
+ * stride 1 or 2, pad 1 on every side, k within one accumulation block
+ * (at most 28 input channels), at most 32 output channels (the weights
+ * packed as for the tiles), rows of at least 16 pixels; at stride 1
+ * wherever the tile would run, at stride 2 on planes large enough to be
+ * read in place. Kernels alone (CPU clock): RT-DETR's 3 -> 16 stem at
+ * 320x320 0.345 -> 0.233 ms (tile_px16 ran at 55% of the FMA peak), its
+ * 16 -> 16 and 16 -> 32 layers at 160x160 see bench/README.md. */
+static int rows_of(const fconv_geom_t *g, int64_t m)
+{
+    int s = g->sh;
+    return fgemm_arch()->row_px && m <= PX_OC && g->kh == 3 && g->kw == 3 && (s == 1 || s == 2) && g->sw == s &&
+           g->dh[0] == -1 && g->dh[1] == 0 && g->dh[2] == 1 && g->dw[0] == -1 && g->dw[1] == 0 && g->dw[2] == 1 &&
+           g->oh == (g->h - 1) / s + 1 && g->ow == (g->w - 1) / s + 1 && g->ow >= 16 && g->cin * 9 <= FG_KB &&
+           (s == 1 ? g->oh * g->ow >= PX_MIN_PLANE : g->h * g->w >= INPLACE_MIN_PLANE);
+}
+
 /* The plan into *pl and the scratch floats it needs, or 0 where the tile
  * does not apply (kept: the weights are kept across calls). */
 static int64_t plan_floats(const fconv_geom_t *g, int64_t m, int kept, px_plan_t *pl)
 {
     const fgemm_arch_t *ar = fgemm_arch();
     if (!ar->tile_px || g->sh > 2 || g->sw > 2 || m < 1) return 0;
+    if (rows_of(g, m)) {   /* the weights alone, packed as the tile's */
+        int oc = m <= PX16 && ar->tile_px16 ? PX16 : PX_OC;
+        *pl = (px_plan_t){.oc = oc, .pix = oc, .rows = 1};
+        return g->cin * g->kh * g->kw * oc + 16;
+    }
     if (ar->px_max_k && g->cin * g->kh * g->kw > ar->px_max_k) return 0;
     /* small planes: packing the weights would not pay (see fconv_rows) */
     int64_t plane = g->oh * g->ow;
@@ -269,21 +302,22 @@ static void fill_band(void *ctx, int64_t t)
 
 /* Step p's offset past a window's anchor, in the order of the weights
  * (channel, kernel row, column): in place rows and planes of the input; in
- * a band the phase of the tap and its row and column there. */
+ * a band the phase of the tap and its row and column there. Each tap's
+ * offset within a channel is formed once, then repeated a channel's
+ * floats apart: no division per step (a division per step of k, 3 of
+ * them 64-bit, were a third of a small layer's setup). */
 static int32_t *koff_of(const fconv_geom_t *g, const px_src_t *s, int in_place)
 {
     int64_t k = g->cin * g->kh * g->kw, taps = g->kh * g->kw, lo_r, hi_r, lo_c, hi_c;
     taps_extent(g, &lo_r, &hi_r, &lo_c, &hi_c);
     int32_t *koff = xmalloc((size_t)(k > 0 ? k : 1) * sizeof *koff);
-    for (int64_t p = 0; p < k; p++) {
-        int64_t ch = p / taps, dr = g->dh[p % taps / g->kw], dc = g->dw[p % taps % g->kw];
-        if (in_place) {
-            koff[p] = (int32_t)(ch * g->h * g->w + dr * g->w + dc);
-            continue;
-        }
+    int64_t chan = in_place ? g->h * g->w : band_plane(g, s);
+    for (int64_t t = 0; t < taps; t++) {
+        int64_t dr = g->dh[t / g->kw], dc = g->dw[t % g->kw];
         int64_t tr = dr - lo_r, tc = dc - lo_c;   /* from the band's first row and column */
-        int64_t phase = tr % g->sh * g->sw + tc % g->sw;
-        koff[p] = (int32_t)(ch * band_plane(g, s) + phase * s->ph * s->pw + tr / g->sh * s->pw + tc / g->sw);
+        int64_t at = in_place ? dr * g->w + dc
+                              : (tr % g->sh * g->sw + tc % g->sw) * s->ph * s->pw + tr / g->sh * s->pw + tc / g->sw;
+        for (int64_t ch = 0; ch < g->cin; ch++) koff[ch * taps + t] = (int32_t)(ch * chan + at);
     }
     return koff;
 }
@@ -324,6 +358,11 @@ static void pack_block(void *ctx, int64_t b)
 static void strip_anchors(const fconv_geom_t *g, const px_src_t *s, int64_t r, int64_t o, int npix, int pix,
                           const float **px)
 {
+    const float *at = s->at + (r - s->r_at) * s->rstep + (o - s->c_at) * s->cstep;
+    if (o + npix <= g->ow) {   /* within a row (most strips): cstep apart */
+        for (int i = 0; i < pix; i++) px[i] = at + (i < npix ? i : npix - 1) * s->cstep;
+        return;
+    }
     for (int i = 0; i < pix; i++) {
         px[i] = s->at + (r - s->r_at) * s->rstep + (o - s->c_at) * s->cstep;
         if (i + 1 < npix && ++o == g->ow) {
@@ -375,6 +414,22 @@ static void px_run(void *ctx, int64_t t)
     }
 }
 
+/* Task r: output row r by the row kernel (row_px), 16 channels at a time
+ * (the halves of a block of 32: wstep 32), then the rest of the epilogue
+ * on the row as px_run's. */
+static void px_row(void *ctx, int64_t r)
+{
+    const px_job_t *j = ctx;
+    const fconv_geom_t *g = j->g;
+    int64_t n = g->oh * g->ow, at = r * g->ow;
+    for (int64_t c = 0; c < j->m; c += PX16) {
+        int noc = j->m - c < PX16 ? (int)(j->m - c) : PX16;
+        fgemm_arch()->row_px(j->x, g->cin, g->h, g->w, g->sh, r, g->ow, j->wp + c, j->plan.oc, j->y + c * n + at, n,
+                             noc, j->e.bias ? j->e.bias + c : NULL, &j->te);
+    }
+    fgemm_tile_post(j->y + at, n, (int)j->m, (int)g->ow, j->e.res ? j->e.res + at : NULL, &j->e);
+}
+
 int fconv_px(int64_t m, const fconv_geom_t *g, const float *w, const float *x, float *y, const fgemm_epi_t *epi,
              float *scratch, void **cache)
 {
@@ -404,6 +459,10 @@ int fconv_px(int64_t m, const fconv_geom_t *g, const float *w, const float *x, f
     assert(!kept || (kept->rows == m && kept->k == j.k));   /* one node's constant weights */
     if (kept) j.wp = kept->p;
     if (pack) pool_for(j.blocks, pack_block, &j);
+    if (j.plan.rows) {
+        pool_for(g->oh, px_row, &j);
+        return 0;
+    }
     j.plan.in.koff = koff_of(g, &j.plan.in, 1);
     for (int i = 0; i < j.plan.nbands; i++) j.plan.band[i].koff = koff_of(g, &j.plan.band[i], 0);
     pool_for(g->cin * j.plan.nbands, fill_band, &j);

@@ -4,7 +4,8 @@
  * activation applied before the tile is stored; and fconv_px's tiles, the
  * same accumulators with 8 pixels' inputs broadcast against packed weights,
  * and for at most 16 output channels 16 pixels' against one vector of
- * them (tile_px16). Every element is
+ * them (tile_px16); and fconv_px's row kernel (row_px: 16 pixels of a row
+ * in the lanes, 16 channels' weights broadcast). Every element is
  * summed in fgemm_impl.h's blocked order, as fgemm_ref, so the bits are
  * those of the AVX2 and portable kernels. */
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -414,6 +415,102 @@ KT static void tile_px16_avx512(int64_t k, const float *const *px, const int32_t
                   noc - 8, pix_hi);
 }
 
+/* Lanes [lo, hi) of a vector of 16 (clamped to it). */
+static inline __mmask16 lanes_between(int64_t lo, int64_t hi)
+{
+    lo = lo < 0 ? 0 : lo;
+    hi = hi > 16 ? 16 : hi;
+    return hi <= lo ? 0 : (__mmask16)(((1u << hi) - 1) & ~((1u << lo) - 1));
+}
+
+/* The 16 floats of input row xr (an address formed as an integer: it may
+ * lie before the row) at columns [c, c + 16) under mask m: the lanes
+ * inside [0, w), lanes_between(-c, w - c). */
+KT static inline __m512 row16(uintptr_t xr, int64_t c, __mmask16 m)
+{
+    return _mm512_maskz_loadu_ps(m, (const void *)(xr + (uintptr_t)c * sizeof(float)));
+}
+
+#define ROWPX_FMA(i) a##i = _mm512_fmadd_ps(t, _mm512_set1_ps(wv[i]), a##i);
+#define ROWPX_STEP(tap, wq)         \
+    do {                            \
+        __m512 t = (tap);           \
+        const float *wv = (wq);     \
+        P16(ROWPX_FMA)              \
+    } while (0)
+#define ROWPX_FINISH(i) a##i = finish(a##i, _mm512_set1_ps(bias && i < noc ? bias[i] : 0.0f), zero, e);
+#define ROWPX_STORE(i) \
+    if (i < noc) _mm512_mask_storeu_ps(y + i * ldy + o0, pix, a##i);
+
+/* fconv_px's row kernel (fgemm_impl.h): 16 output pixels of a row in the
+ * lanes against 16 channels' weights broadcast -- the other way round
+ * from the tiles, whose store is a transpose and whose steps load 8 or 16
+ * pixels' inputs through as many pointers (at k = 27, the stem, a third
+ * of tile_px16's time): a step here loads one vector of the input, the
+ * weights broadcast from one pointer, and each channel's pixels are
+ * stored as they lie. The input is read in place under masks (no copy of
+ * it): a kernel row's three taps are three loads at stride 1, and at
+ * stride 2 two pairs of loads split into even and odd columns. Each
+ * element is summed over k in the order of the weights from zero,
+ * padding zeros included, then finished as the tiles do: the same bits. */
+KT static void row_px_avx512(const float *x, int64_t cin, int64_t h, int64_t w, int sd, int64_t r, int64_t ow,
+                             const float *wp, int wstep, float *y, int64_t ldy, int noc, const float *bias,
+                             const fgemm_epi_t *e)
+{
+    const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+    const __m512i odd = _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
+    __m512 zero = _mm512_setzero_ps();
+    for (int64_t o0 = 0; o0 < ow; o0 += 16) {
+        __mmask16 pix = lanes_lo((int)(ow - o0 < 16 ? ow - o0 : 16));
+        int64_t c0 = sd * o0 - 1;   /* pixel o0's first tap's column */
+        /* lanes inside the row of the loads at c0 + d, d = 0, 1, 2 (stride
+         * 1), d = 0, 16, 2, 18 (stride 2) */
+        int64_t d1 = sd == 1 ? 1 : 16, d3 = 18;
+        __mmask16 m0 = lanes_between(-c0, w - c0), m1 = lanes_between(-c0 - d1, w - c0 - d1);
+        __mmask16 m2 = lanes_between(-c0 - 2, w - c0 - 2), m3 = lanes_between(-c0 - d3, w - c0 - d3);
+        P16(P16_ZERO)
+        if (sd == 2)   /* the next output row's two new input rows, where this strip reads (the stem's input
+                        * arrives cold: in the model 0.535 -> 0.296 ms) */
+            for (int64_t ch = 0; ch < cin; ch++)
+                for (int64_t row = 2 * r + 2; row <= 2 * r + 3 && row < h; row++) {
+                    uintptr_t at = (uintptr_t)(x + (ch * h + row) * w) + (uintptr_t)(c0 + 1) * sizeof(float);
+                    _mm_prefetch((const char *)at, _MM_HINT_T0);
+                    _mm_prefetch((const char *)(at + 64), _MM_HINT_T0);
+                }
+        const float *wq = wp;
+        for (int64_t ch = 0; ch < cin; ch++)
+            for (int64_t row = sd * r - 1; row <= sd * r + 1; row++, wq += 3 * wstep) {
+                if (row < 0 || row >= h) {   /* a row of the padding: its zeros, in order */
+                    ROWPX_STEP(zero, wq);
+                    ROWPX_STEP(zero, wq + wstep);
+                    ROWPX_STEP(zero, wq + 2 * wstep);
+                    continue;
+                }
+                uintptr_t xr = (uintptr_t)(x + (ch * h + row) * w);
+                if (sd == 1) {   /* tap j at lane i: column c0 + i + j */
+                    ROWPX_STEP(row16(xr, c0, m0), wq);
+                    ROWPX_STEP(row16(xr, c0 + 1, m1), wq + wstep);
+                    ROWPX_STEP(row16(xr, c0 + 2, m2), wq + 2 * wstep);
+                    continue;
+                }
+                /* tap j at lane i: column c0 + 2i + j, the even and odd
+                 * lanes of [c0, c0 + 32), the even ones of [c0 + 2, c0 + 34) */
+                __m512 lo = row16(xr, c0, m0), hi = row16(xr, c0 + 16, m1);
+                ROWPX_STEP(_mm512_permutex2var_ps(lo, even, hi), wq);
+                ROWPX_STEP(_mm512_permutex2var_ps(lo, odd, hi), wq + wstep);
+                ROWPX_STEP(_mm512_permutex2var_ps(row16(xr, c0 + 2, m2), even, row16(xr, c0 + 18, m3)), wq + 2 * wstep);
+            }
+        P16(ROWPX_FINISH)
+        if (act_deferred(e)) {
+            __m512 v[16];
+            P16(P16_TO)
+            act_block(v, 16, e);
+            P16(P16_FROM)
+        }
+        P16(ROWPX_STORE)
+    }
+}
+
 /* The residual on a finished tile (fgemm_impl.h): a row 16 columns at a
  * time, the sum (r + c: one IEEE addition, the Add's bits), then finish's
  * Relu and finish_act's other activations (the standalone kernels' bits,
@@ -433,6 +530,7 @@ KT static void residual_avx512(float *c, int64_t ldc, int mr, int nr, const floa
 }
 
 const fgemm_arch_t fgemm_arch_avx512 = {FG_MR, tile_avx512, pack_b, pack_taps, gather_even_avx512,
-                                        tile_px_avx512, 1, fgemm_pack_px_avx, 0, residual_avx512, tile_px16_avx512};
+                                        tile_px_avx512, 1, fgemm_pack_px_avx, 0, residual_avx512, tile_px16_avx512,
+                                        row_px_avx512};
 
 #endif

@@ -76,6 +76,17 @@ typedef struct fgemm_arch {
      * 15]), noc <= 16; or NULL (tile_px runs those too: the same sums). */
     void (*tile_px16)(int64_t k, const float *const *px, const int32_t *koff, const float *wp, float *y, int64_t ldy,
                       int npix, int noc, const float *bias, const fgemm_epi_t *e);
+    /* fconv_px's row kernel (see fconv_px.c): output row r of a 3x3
+     * convolution, stride sd (1 or 2), pad 1 on every side, of cin planes
+     * of h x w (k = 9 cin <= FG_KB: one accumulation block), for 16 output
+     * channels whose weights are wp[wstep p + c] (wstep 16: tile_px16's
+     * packing; 32: half of a tile_px block); each element one FMA chain
+     * over p from zero, padding zeros included, then the bias (bias[c], or
+     * NULL) and the activation as the tiles'; channels c < noc, pixels
+     * [0, ow) stored at y[c * ldy + o]. NULL where the set has none (the
+     * tiles or the packed path then: the same sums). */
+    void (*row_px)(const float *x, int64_t cin, int64_t h, int64_t w, int sd, int64_t r, int64_t ow, const float *wp,
+                   int wstep, float *y, int64_t ldy, int noc, const float *bias, const fgemm_epi_t *e);
 } fgemm_arch_t;
 
 extern const fgemm_arch_t fgemm_arch_generic;

@@ -98,7 +98,8 @@ static double pad_coord(double v, int64_t size, int pad, int align)
 /* Source coordinate of bilinear / nearest sampling. */
 static double source_coord(double g, int64_t size, int pad, int align)
 {
-    return pad_coord(unnormalize(g, size, align), size, pad, align);
+    double v = unnormalize(g, size, align);
+    return pad == PAD_ZEROS ? v : pad_coord(v, size, pad, align);   /* zeros: as is, no call per point */
 }
 
 /* Integer part that stays defined for any double (NaN and huge values go
@@ -107,7 +108,10 @@ static int64_t safe_floor(double v)
 {
     if (!(v > -1e15)) return INT64_MIN / 4;
     if (v > 1e15) return INT64_MAX / 4;
-    return (int64_t)floor(v);
+    /* floor(v) without libm's call (the build targets base x86-64, where
+     * floor is not an instruction): truncation is exact within +-1e15 */
+    int64_t t = (int64_t)v;
+    return (double)t > v ? t - 1 : t;
 }
 
 static double cubic1(double x, double a) { return ((a + 2) * x - (a + 3)) * x * x + 1; }
