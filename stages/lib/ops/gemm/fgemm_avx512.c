@@ -132,6 +132,16 @@ KT static inline __attribute__((always_inline)) __m512 finish(__m512 x, __m512 b
     __m512 cb1 = cbias && s1 ? _mm512_maskz_loadu_ps(s1, cbias + 16) : _mm512_setzero_ps()
 #define TILE_STORE ROW_STORE(0) ROW_STORE(1) ROW_STORE(2) ROW_STORE(3) ROW_STORE(4) ROW_STORE(5) ROW_STORE(6) ROW_STORE(7)
 
+/* The FP16 storage rounding of a finished accumulator (fgemm_epi_t.round),
+ * last of the epilogue: VCVTPS2PH to nearest even and back, as
+ * half_avx512.c's pass (the scalar f32_round_f16's bits). */
+#define F16_RN (_MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
+#define ROUND_F16(v) v = _mm512_cvtph_ps(_mm512_cvtps_ph(v, F16_RN));
+#define TILE_ROUND_F16                                                                             \
+    ROUND_F16(c00) ROUND_F16(c01) ROUND_F16(c10) ROUND_F16(c11) ROUND_F16(c20) ROUND_F16(c21)       \
+    ROUND_F16(c30) ROUND_F16(c31) ROUND_F16(c40) ROUND_F16(c41) ROUND_F16(c50) ROUND_F16(c51)       \
+    ROUND_F16(c60) ROUND_F16(c61) ROUND_F16(c70) ROUND_F16(c71)
+
 static inline __mmask16 lanes_lo(int nr) { return nr >= 16 ? 0xFFFF : (__mmask16)((1u << nr) - 1); }
 static inline __mmask16 lanes_hi(int nr) { return nr >= 32 ? 0xFFFF : nr > 16 ? (__mmask16)((1u << (nr - 16)) - 1) : 0; }
 
@@ -149,6 +159,7 @@ KT static void kernel_8x32(int64_t kc, const float *a, int64_t lda, int mr, cons
     if (last) {
         TILE_FINISH
         TILE_ACT(2 * mr)
+        if (e->round) { TILE_ROUND_F16 }
     }
     TILE_STORE
 }
@@ -203,6 +214,10 @@ KT static void kernel_8x16(int64_t kc, const float *a, int64_t lda, int mr, cons
             __m512 v[8] = {c00, c10, c20, c30, c40, c50, c60, c70};
             act_block(v, mr, e);
             c00 = v[0], c10 = v[1], c20 = v[2], c30 = v[3], c40 = v[4], c50 = v[5], c60 = v[6], c70 = v[7];
+        }
+        if (e->round) {
+            ROUND_F16(c00) ROUND_F16(c10) ROUND_F16(c20) ROUND_F16(c30) ROUND_F16(c40) ROUND_F16(c50)
+            ROUND_F16(c60) ROUND_F16(c70)
         }
     }
     ROW_STORE16(0) ROW_STORE16(1) ROW_STORE16(2) ROW_STORE16(3) ROW_STORE16(4) ROW_STORE16(5) ROW_STORE16(6)
@@ -433,6 +448,6 @@ KT static void residual_avx512(float *c, int64_t ldc, int mr, int nr, const floa
 }
 
 const fgemm_arch_t fgemm_arch_avx512 = {FG_MR, tile_avx512, pack_b, pack_taps, gather_even_avx512,
-                                        tile_px_avx512, 1, fgemm_pack_px_avx, 0, residual_avx512, tile_px16_avx512};
+                                        tile_px_avx512, 1, fgemm_pack_px_avx, 0, residual_avx512, tile_px16_avx512, 1};
 
 #endif
