@@ -75,10 +75,12 @@ static void test_gemm_round(void)
                                       s == 4 || (v == 3));
     ok(good == all, "fgemm, fgemm_kept and fgemm_ref with the storage rounding: the pass's bits (%d of %d cases)",
        good, all);
-    int at_f16 = isa_active() != ISA_GENERIC;
-    ok(fgemm_rounds(DT_FLOAT16) == at_f16 && !fgemm_rounds(DT_BFLOAT16) && !fgemm_rounds(0),
-       "fgemm_rounds: FP16 in the tiles at %s only where the level has the conversion (%d)", isa_name(isa_active()),
-       fgemm_rounds(DT_FLOAT16));
+    /* FP16 in the tiles at the x86 levels, after SiLU only where the tiles apply it (AVX-512) */
+    int at_f16 = isa_active() != ISA_GENERIC, silu = isa_active() == ISA_AVX512;
+    ok(fgemm_rounds(DT_FLOAT16, ACT_RELU) == at_f16 && fgemm_rounds(DT_FLOAT16, ACT_SILU) == silu &&
+       !fgemm_rounds(DT_BFLOAT16, ACT_NONE) && !fgemm_rounds(0, ACT_NONE),
+       "fgemm_rounds at %s: FP16 in the tiles %d, after SiLU %d", isa_name(isa_active()),
+       fgemm_rounds(DT_FLOAT16, ACT_RELU), fgemm_rounds(DT_FLOAT16, ACT_SILU));
 }
 
 /* One convolution (c -> m, h x w, k x k, stride s, pad k/2) through
@@ -92,7 +94,8 @@ static int conv_case(int64_t c, int64_t m, int64_t h, int64_t w, int k, int s, i
     float *x = random_floats(c * h * w), *wt = random_floats(m * c * k * k), *bias = random_floats(m);
     float *want = random_floats(count), *got = random_floats(count), *px = random_floats(count);
     int64_t ph = fconv_phase_floats(&g), need = fconv_px_floats(&g, m, 0);
-    float *phase = ph ? malloc((size_t)ph * sizeof *phase) : NULL, *scratch = need ? malloc((size_t)need * sizeof *scratch) : NULL;
+    float *phase = ph ? malloc((size_t)ph * sizeof *phase) : NULL;
+    float *scratch = need ? malloc((size_t)need * sizeof *scratch) : NULL;
     fgemm_epi_t plain = {bias, act, -0.5f, 0.5f, NULL, NULL, 0}, e = plain;
     e.round = round;
     g.phase = phase;
@@ -158,8 +161,8 @@ static void test_nodes(void)
         good += node_case("Conv", (const int64_t[]){1, 6, 21, 24}, 4, (const int64_t[]){40, 6, 3, 3}, 4, acts[i]);
         good += node_case("MatMul", (const int64_t[]){1, 37, 48}, 3, (const int64_t[]){48, 70}, 2, acts[i]);
     }
-    ok(good == all, "Conv (3x3 stride 2) and MatMul nodes with FP16 storage: FP32 storage's bits and the pass (%d of %d)",
-       good, all);
+    ok(good == all, "Conv (3x3 stride 2) and MatMul nodes with FP16 storage: FP32 storage's bits and the pass "
+       "(%d of %d)", good, all);
 }
 
 static void checks_at_level(void)

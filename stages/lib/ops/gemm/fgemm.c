@@ -212,7 +212,11 @@ static void round_rows(float *c, int64_t ldc, int mr, int nr, int round)
         else round_bf16_inplace(c, nr);
 }
 
-int fgemm_rounds(int round) { return round == DT_FLOAT16 && fgemm_arch()->tile_round_f16; }
+int fgemm_rounds(int round, int act)
+{
+    fgemm_epi_t e = {.act = act};
+    return round == DT_FLOAT16 && fgemm_arch()->tile_round_f16 && !post_act(&e);
+}
 
 /* The tiles' part of the epilogue (te) and fgemm_tile_post's (pe): the
  * storage rounding goes to the tiles, in registers, where the set's tiles

@@ -36,10 +36,12 @@ typedef struct fgemm_epi {
 } fgemm_epi_t;
 
 /* 1 where the kernels in use round to storage type round (a dtype_t) in
- * their registers (FP16 at AVX-512 and AVX2+F16C): a caller then hands the
- * rounding to fgemm's epilogue; else it leaves it to node_run's pass, which
- * costs less than fgemm_tile_post's rows of 32 floats (measured). */
-int fgemm_rounds(int round);
+ * their registers after activation act (FP16 at AVX-512 and AVX2+F16C;
+ * not after a Sigmoid or SiLU the AVX2 tiles leave to fgemm_tile_post): a
+ * caller then hands the rounding to fgemm's epilogue; else it leaves it to
+ * node_run's pass, which costs less than fgemm_tile_post's rows of 32
+ * floats (measured). */
+int fgemm_rounds(int round, int act);
 
 /* 1 when matrix products go to these kernels (the default), 0 with
  * --kernels blas (util/isa.h: kernels_mode). */

@@ -204,7 +204,8 @@ KT static inline __attribute__((always_inline)) void end_x16(__m512 *v, int mr, 
             if (r < mr) v[r] = _mm512_add_ps(_mm512_maskz_loadu_ps(s0, c + r * ldc), v[r]);
     if (last) {
         __m512 cb0 = cbias ? _mm512_maskz_loadu_ps(s0, cbias) : _mm512_setzero_ps();
-        for (int r = 0; r < 8; r++) v[r] = finish(v[r], _mm512_set1_ps(bias ? bias[r < mr ? r : mr - 1] : 0.0f), cb0, e);
+        for (int r = 0; r < 8; r++)
+            v[r] = finish(v[r], _mm512_set1_ps(bias ? bias[r < mr ? r : mr - 1] : 0.0f), cb0, e);
         if (act_deferred(e)) act_block(v, mr, e);
         if (e->round)
             for (int r = 0; r < 8; r++) ROUND_F16(v[r])
@@ -239,8 +240,10 @@ KT static void kernel_8x16(int64_t kc, const float *a, int64_t lda, int mr, cons
 
 /* FMA for the 256-bit forms (AVX-512F implies no FMA to the compiler;
  * every AVX-512 CPU has it, and util/isa's levels require it below) */
-__attribute__((target("avx512f,fma"))) static void kernel_8x8(int64_t kc, const float *a, int64_t lda, int mr, const float *bp, int nr, float *c,
-                          int64_t ldc, int first, int last, const float *bias, const float *cbias, const fgemm_epi_t *e)
+__attribute__((target("avx512f,fma"))) static void kernel_8x8(int64_t kc, const float *a, int64_t lda, int mr,
+                                                               const float *bp, int nr, float *c, int64_t ldc,
+                                                               int first, int last, const float *bias,
+                                                               const float *cbias, const fgemm_epi_t *e)
 {
     TILE_ROWS;
     __m256 y0 = _mm256_setzero_ps(), y1 = y0, y2 = y0, y3 = y0, y4 = y0, y5 = y0, y6 = y0, y7 = y0;

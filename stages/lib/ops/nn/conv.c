@@ -483,7 +483,7 @@ static int conv_bands(op_ctx_t *c, const conv_plan_t *p, int transposed)
     c->res_done = take_res;
     /* the storage rounding too, last, where nothing is left to apply after
      * the tiles (every own path below ends in fgemm_tile_post) */
-    if (own && (c->act_done || c->node->act == ACT_NONE) && fgemm_rounds(c->round_out)) {
+    if (own && (c->act_done || c->node->act == ACT_NONE) && fgemm_rounds(c->round_out, epi.act)) {
         epi.round = c->round_out;
         c->round_done = c->round_out != DT_UNDEFINED;
     }

@@ -202,7 +202,8 @@ int matmul_run(op_ctx_t *c)
         fgemm_epi_t epi = {0};
         epi.col_bias = bias ? bias->data : NULL;
         c->act_done = fgemm_epi_act(&epi, c->node);
-        if ((c->act_done || c->node->act == ACT_NONE) && fgemm_rounds(c->round_out)) {   /* the storage rounding last, in the tiles */
+        /* the storage rounding last, in the tiles, where they can */
+        if ((c->act_done || c->node->act == ACT_NONE) && fgemm_rounds(c->round_out, epi.act)) {
             epi.round = c->round_out;
             c->round_done = c->round_out != DT_UNDEFINED;
         }
