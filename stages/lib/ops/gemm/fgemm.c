@@ -28,6 +28,8 @@
 #include "ops/elementwise/vmath.h"
 #include "util/pool.h"
 #include "util/err.h"
+#include "tensor/half.h"
+#include "tensor/tensor.h"
 
 /* A task is a tile of C: tile_m rows by a range of 32-column strips. The
  * tile_m rows of A stay in L2 while each strip of B (packed, in L1) goes
@@ -64,7 +66,8 @@
 #define KC FG_KC
 /* B packed whole, once per product, when it is at most this many floats
  * and the rows span more than one tile (a MatMul's weights against many
- * rows of activations). */
+ * rows of activations) or a cache slot keeps it (a MatMul's weights at any
+ * row count). */
 #define PREPACK_MAX ((int64_t)1 << 20)
 
 /* Each thread's panel: KC steps of 32 floats, 64-byte aligned, made on
@@ -178,6 +181,7 @@ fgemm_epi_t fgemm_epi_tile(const fgemm_epi_t *e)
 {
     fgemm_epi_t t = *e;
     if (e->res) t.act = ACT_NONE;
+    t.round = 0;   /* after the post's steps (fgemm.c's epi_split may give it back) */
     return t;
 }
 
@@ -198,19 +202,49 @@ static void add_row(float *restrict x, const float *restrict r, int n)
     for (int j = 0; j < n; j++) x[j] = x[j] + r[j];
 }
 
+/* The storage rounding of a finished tile's rows (fgemm_epi_t.round) where
+ * the tiles left it: the pass node_run would run over the whole output, a
+ * row at a time (fconv_px.c's runs of a block's outputs, long rows). */
+static void round_rows(float *c, int64_t ldc, int mr, int nr, int round)
+{
+    for (int r = 0; r < mr; r++, c += ldc)
+        if (round == DT_FLOAT16) round_f16_inplace(c, nr);
+        else round_bf16_inplace(c, nr);
+}
+
+int fgemm_rounds(int round, int act)
+{
+    fgemm_epi_t e = {.act = act};
+    return round == DT_FLOAT16 && fgemm_arch()->tile_round_f16 && !post_act(&e);
+}
+
+/* The tiles' part of the epilogue (te) and fgemm_tile_post's (pe): the
+ * storage rounding goes to the tiles, in registers, where the set's tiles
+ * do it and nothing is left after them (no residual, no activation for the
+ * post); else it stays with the post, after the rest. */
+static void epi_split(const fgemm_epi_t *e, fgemm_epi_t *te, fgemm_epi_t *pe)
+{
+    *te = fgemm_epi_tile(e);
+    *pe = *e;
+    if (e->round == DT_FLOAT16 && fgemm_arch()->tile_round_f16 && !e->res && !post_act(e)) {
+        te->round = e->round;
+        pe->round = 0;
+    }
+}
+
 void fgemm_tile_post(float *c, int64_t ldc, int mr, int nr, const float *res, const fgemm_epi_t *e)
 {
     const fgemm_arch_t *ar = fgemm_arch();
-    if (res && ar->residual) {
-        ar->residual(c, ldc, mr, nr, res, e);
-        return;
-    }
     int act = post_act(e);
-    if (!act && !res) return;
-    for (int r = 0; r < mr; r++, c += ldc) {
-        if (res) add_row(c, res + r * ldc, nr);
-        if (act) act_row(c, nr, e);
+    if (res && ar->residual) ar->residual(c, ldc, mr, nr, res, e);
+    else if (act || res) {
+        float *row = c;
+        for (int r = 0; r < mr; r++, row += ldc) {
+            if (res) add_row(row, res + r * ldc, nr);
+            if (act) act_row(row, nr, e);
+        }
     }
+    if (e->round) round_rows(c, ldc, mr, nr, e->round);
 }
 
 int fgemm_epi_act(fgemm_epi_t *e, const node_t *n)
@@ -242,7 +276,7 @@ void fgemm_ref(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, con
 {
     fgemm_epi_t none = {0};
     if (!epi) epi = &none;
-    /* the biases, the residual, then the activation (act: the activation alone) */
+    /* the biases, the residual, the activation (act: the activation alone), then the rounding */
     fgemm_epi_t bare = *epi, act = {.act = epi->act, .a = epi->a, .b = epi->b};
     bare.act = ACT_NONE;
     for (int64_t i = 0; i < m; i++)
@@ -257,6 +291,7 @@ void fgemm_ref(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, con
             if (epi->res) y = y + epi->res[i * ldc + j];
             y = fgemm_finish_one(y, 0.0f, 0.0f, &act);
             if (epi->act == ACT_SIGMOID || epi->act == ACT_SILU) y = epi->act == ACT_SILU ? y * vm_sigmoidf(y) : vm_sigmoidf(y);
+            if (epi->round) y = epi->round == DT_FLOAT16 ? f32_round_f16(y) : f32_round_bf16(y);
             c[i * ldc + j] = y;
         }
 }
@@ -282,7 +317,7 @@ typedef struct fgemm_job {
     const float *a, *b;
     const float *bpack;   /* B packed whole (strip s at s * k * 32), or NULL: each task packs its strips */
     float *c;
-    fgemm_epi_t e, te;   /* the epilogue; the tiles' part of it (fgemm_epi_tile) */
+    fgemm_epi_t e, te, pe;   /* the epilogue; the tiles' and fgemm_tile_post's parts of it (epi_split) */
 } fgemm_job_t;
 
 static void fgemm_tile(void *ctx, int64_t t)
@@ -309,7 +344,7 @@ static void fgemm_tile(void *ctx, int64_t t)
                             &j->te);
                 if (p0 + KC >= j->k)
                     fgemm_tile_post(j->c + row * j->ldc + col, j->ldc, mr, nr,
-                                    j->e.res ? j->e.res + row * j->ldc + col : NULL, &j->e);
+                                    j->e.res ? j->e.res + row * j->ldc + col : NULL, &j->pe);
             }
         }
     }
@@ -354,15 +389,18 @@ void fgemm_kept(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, co
     int64_t strips = (n + 31) / 32;
     fgemm_job_t j = {m, n, k, lda, ldb, ldc, tiling_of(m, n, TILE_M_MAX), a, b, NULL, c, {0}};
     if (epi) j.e = *epi;
-    j.te = fgemm_epi_tile(&j.e);
+    epi_split(&j.e, &j.te, &j.pe);
     fgemm_packed_t *own = NULL, *kept = cache ? *cache : NULL;
     assert(!kept || (kept->rows == n && kept->k == k));   /* one node's constant B */
-    if (!kept && m > TILE_M_MAX && k > 0 && strips * 32 * k <= PREPACK_MAX) {
+    if (!kept && (m > TILE_M_MAX || cache) && k > 0 && strips * 32 * k <= PREPACK_MAX) {
         /* the rows span several tiles, each of which would pack the same
          * strips: pack them once. With one tile of rows every strip is
          * packed once anyway, into L1, and a packed copy of the whole of
          * B would only go through memory (1x1 convolutions: measured 2-9%
-         * slower alone, 2.2% on the 640 model) -- unless it is kept */
+         * slower alone, 2.2% on the 640 model) -- unless it is kept: a
+         * MatMul's weights against a few rows (RT-DETR's decoder, 100
+         * queries) were packed again on every run, 1.9% of an inference
+         * of the 320 model at one thread in pack_b alone */
         own = kept = pack_whole(b, ldb, n, k);
         if (cache && kept) {
             *cache = kept;
@@ -391,7 +429,7 @@ typedef struct fconv_job {
     const struct tap_layout *tl;
     const float *w;
     float *y;
-    fgemm_epi_t e, te;   /* the epilogue; the tiles' part of it (fgemm_epi_tile) */
+    fgemm_epi_t e, te, pe;   /* the epilogue; the tiles' and fgemm_tile_post's parts of it (epi_split) */
 } fconv_job_t;
 
 /* One 32-wide strip of output positions [j0, j0 + nr): each lane's input
@@ -454,7 +492,7 @@ static void fconv_tile(void *ctx, int64_t t)
                             j->e.bias ? j->e.bias + row : NULL, NULL, &j->te);
                 if (p0 + KC >= k)
                     fgemm_tile_post(j->y + row * j->n + col, j->n, mr, nr,
-                                    j->e.res ? j->e.res + row * j->n + col : NULL, &j->e);
+                                    j->e.res ? j->e.res + row * j->n + col : NULL, &j->pe);
             }
         }
     }
@@ -537,7 +575,7 @@ int fconv_rows(int64_t m, const fconv_geom_t *g, const float *w, const float *x,
     tap_layout_setup(g, x, &tl);
     fconv_job_t j = {m, n, tiling_of(m, n, TILE_M_MAX), g, &tl, w, y, {0}};
     if (epi) j.e = *epi;
-    j.te = fgemm_epi_tile(&j.e);
+    epi_split(&j.e, &j.te, &j.pe);
     pool_for(task_count(&j.tiles, m), fconv_tile, &j);
     return 0;
 }

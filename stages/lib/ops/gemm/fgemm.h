@@ -6,7 +6,8 @@
  * Deterministic: every element of C is summed in a fixed blocked order
  * (k in blocks of FG_KB = 256 steps, each one FMA chain from zero, the
  * blocks' sums added in order: fgemm_impl.h), then + bias (per row, then per column), then + the residual,
- * then the activation; the tiles handed to the thread pool
+ * then the activation, then the storage rounding (FP16/BF16 emulation);
+ * the tiles handed to the thread pool
  * depend on the shape only, so the bits never depend on --threads, and
  * the kernels of every instruction set (AVX-512, AVX2+FMA, portable C:
  * fgemm_impl.h, picked by util/isa.h) round alike, so they never depend on
@@ -26,7 +27,21 @@ typedef struct fgemm_epi {
      * after the biases and before the activation (a Conv with its residual
      * Add fused, passes/fuseres.c), or NULL. Never C's own bytes. */
     const float *res;
+    /* The layer's storage rounding (op_ctx_t.round_out), last of all, on
+     * each finished tile while it is in L1 rather than in a pass over the
+     * whole output after the kernel: DT_FLOAT16 or DT_BFLOAT16 (a dtype_t),
+     * or 0 (DT_UNDEFINED): none. The same function of each final value as
+     * the pass, so the same bits. */
+    int round;
 } fgemm_epi_t;
+
+/* 1 where the kernels in use round to storage type round (a dtype_t) in
+ * their registers after activation act (FP16 at AVX-512 and AVX2+F16C;
+ * not after a Sigmoid or SiLU the AVX2 tiles leave to fgemm_tile_post): a
+ * caller then hands the rounding to fgemm's epilogue; else it leaves it to
+ * node_run's pass, which costs less than fgemm_tile_post's rows of 32
+ * floats (measured). */
+int fgemm_rounds(int round, int act);
 
 /* 1 when matrix products go to these kernels (the default), 0 with
  * --kernels blas (util/isa.h: kernels_mode). */

@@ -11,7 +11,8 @@
 #include "ops/gemm/transpose8x8.h"
 #include "ops/elementwise/vmath.h"
 
-#define AT __attribute__((target("avx2,fma")))
+/* F16C too: util/isa's AVX2 level requires it (the FP16 storage rounding) */
+#define AT __attribute__((target("avx2,fma,f16c")))
 
 /* The first n floats at p (n < 0 as 0, n > 8 as 8), zero past n, reading
  * nothing beyond them. Not VMASKMOVPS: hardware suppresses faults in its
@@ -60,6 +61,13 @@ AT static inline __m256 finish(__m256 x, __m256 bias, __m256 col_bias, const fge
     }
 }
 
+/* The FP16 storage rounding (fgemm_epi_t.round), last of the epilogue:
+ * F16C's VCVTPS2PH to nearest even and back, as half_avx2.c's pass. */
+AT static inline __m256 round_f16(__m256 x)
+{
+    return _mm256_cvtph_ps(_mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+}
+
 /* A pass's pieces: rows [0, rn) and columns [0, cn) (cn <= 16) of the
  * tile, whose row r's A value at step p is A(r); bp at the pass's first
  * column, 32 floats a step. Rows past rn compute a copy of a live row and
@@ -81,6 +89,10 @@ AT static inline __m256 finish(__m256 x, __m256 bias, __m256 col_bias, const fge
             __m256 bv = _mm256_set1_ps(bias ? bias[r] : 0.0f);          \
             c##r##0 = finish(c##r##0, bv, cb0, e);                      \
             c##r##1 = finish(c##r##1, bv, cb1, e);                      \
+            if (e->round) {                                             \
+                c##r##0 = round_f16(c##r##0);                           \
+                c##r##1 = round_f16(c##r##1);                           \
+            }                                                           \
         }                                                               \
         store_part(c + r * ldc, c##r##0, cn);                           \
         store_part(c + r * ldc + 8, c##r##1, cn - 8);                   \
@@ -357,6 +369,6 @@ AT static void residual_avx2(float *c, int64_t ldc, int mr, int nr, const float 
 }
 
 const fgemm_arch_t fgemm_arch_avx2 = {AVX2_MR, tile_avx2, pack_b, pack_taps, gather_even_avx2, tile_px_avx2, 0,
-                                      fgemm_pack_px_avx, 64 * 9, residual_avx2, NULL};
+                                      fgemm_pack_px_avx, 64 * 9, residual_avx2, NULL, 1};
 
 #endif

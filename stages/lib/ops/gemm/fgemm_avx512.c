@@ -1,7 +1,9 @@
 /* fgemm_avx512.c — fgemm's kernels for AVX-512F (see fgemm_impl.h): an
  * 8 x 32 register tile of C (16 zmm accumulators), A read in place (8
- * broadcasts per step of k), B from the packed panel; the bias and the
- * activation applied before the tile is stored; and fconv_px's tiles, the
+ * broadcasts per step of k), B from the packed panel (strips of at most
+ * 16 and 8 columns on 8 x 16 and 8 x 8 tiles of their own); the bias, the
+ * activation and the FP16 storage rounding applied before the tile is
+ * stored; and fconv_px's tiles, the
  * same accumulators with 8 pixels' inputs broadcast against packed weights,
  * and for at most 16 output channels 16 pixels' against one vector of
  * them (tile_px16); and fconv_px's row kernel (row_px: 16 pixels of a row
@@ -133,6 +135,16 @@ KT static inline __attribute__((always_inline)) __m512 finish(__m512 x, __m512 b
     __m512 cb1 = cbias && s1 ? _mm512_maskz_loadu_ps(s1, cbias + 16) : _mm512_setzero_ps()
 #define TILE_STORE ROW_STORE(0) ROW_STORE(1) ROW_STORE(2) ROW_STORE(3) ROW_STORE(4) ROW_STORE(5) ROW_STORE(6) ROW_STORE(7)
 
+/* The FP16 storage rounding of a finished accumulator (fgemm_epi_t.round),
+ * last of the epilogue: VCVTPS2PH to nearest even and back, as
+ * half_avx512.c's pass (the scalar f32_round_f16's bits). */
+#define F16_RN (_MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
+#define ROUND_F16(v) v = _mm512_cvtph_ps(_mm512_cvtps_ph(v, F16_RN));
+#define TILE_ROUND_F16                                                                             \
+    ROUND_F16(c00) ROUND_F16(c01) ROUND_F16(c10) ROUND_F16(c11) ROUND_F16(c20) ROUND_F16(c21)       \
+    ROUND_F16(c30) ROUND_F16(c31) ROUND_F16(c40) ROUND_F16(c41) ROUND_F16(c50) ROUND_F16(c51)       \
+    ROUND_F16(c60) ROUND_F16(c61) ROUND_F16(c70) ROUND_F16(c71)
+
 static inline __mmask16 lanes_lo(int nr) { return nr >= 16 ? 0xFFFF : (__mmask16)((1u << nr) - 1); }
 static inline __mmask16 lanes_hi(int nr) { return nr >= 32 ? 0xFFFF : nr > 16 ? (__mmask16)((1u << (nr - 16)) - 1) : 0; }
 
@@ -150,6 +162,7 @@ KT static void kernel_8x32(int64_t kc, const float *a, int64_t lda, int mr, cons
     if (last) {
         TILE_FINISH
         TILE_ACT(2 * mr)
+        if (e->round) { TILE_ROUND_F16 }
     }
     TILE_STORE
 }
@@ -172,14 +185,35 @@ KT static void pack_b(const float *b, int64_t ldb, int64_t kc, int nr, float *ds
 /* The 8 x 16 half of the tile, for a strip of at most 16 columns (the
  * last of 400 output pixels, say): the same chains on the panel's first
  * 16 lanes, half the FMAs of the full tile with its upper lanes masked. */
+/* One step's FMAs of the 8 rows, A read in place. */
+#define EACH_ROW(F) F(0, A_INPLACE) F(1, A_INPLACE) F(2, A_INPLACE) F(3, A_INPLACE) \
+                    F(4, A_INPLACE) F(5, A_INPLACE) F(6, A_INPLACE) F(7, A_INPLACE)
 #define ROW_FMA16(r, A)       \
     t = _mm512_set1_ps(A(r)); \
     c##r##0 = _mm512_fmadd_ps(t, b0, c##r##0);
-#define ROW_LOAD16(r) \
-    if (r < mr) c##r##0 = _mm512_add_ps(_mm512_maskz_loadu_ps(s0, c + r * ldc), c##r##0);
-#define ROW_FINISH16(r) c##r##0 = finish(c##r##0, _mm512_set1_ps(bias ? bias[r < mr ? r : mr - 1] : 0.0f), cb0, e);
-#define ROW_STORE16(r) \
-    if (r < mr) _mm512_mask_storeu_ps(c + r * ldc, s0, c##r##0);
+
+/* The end of a tile of at most 16 columns, its 8 rows' accumulators in v:
+ * C's blocks' sum + this block's, and when last the bias, the activation
+ * and the rounding; rows [0, mr) stored under the column mask s0. The
+ * same steps as the 8 x 32 tile's on each lane. */
+KT static inline __attribute__((always_inline)) void end_x16(__m512 *v, int mr, __mmask16 s0, float *c, int64_t ldc,
+                                                             int first, int last, const float *bias,
+                                                             const float *cbias, const fgemm_epi_t *e)
+{
+    if (!first)
+        for (int r = 0; r < 8; r++)
+            if (r < mr) v[r] = _mm512_add_ps(_mm512_maskz_loadu_ps(s0, c + r * ldc), v[r]);
+    if (last) {
+        __m512 cb0 = cbias ? _mm512_maskz_loadu_ps(s0, cbias) : _mm512_setzero_ps();
+        for (int r = 0; r < 8; r++)
+            v[r] = finish(v[r], _mm512_set1_ps(bias ? bias[r < mr ? r : mr - 1] : 0.0f), cb0, e);
+        if (act_deferred(e)) act_block(v, mr, e);
+        if (e->round)
+            for (int r = 0; r < 8; r++) ROUND_F16(v[r])
+    }
+    for (int r = 0; r < 8; r++)
+        if (r < mr) _mm512_mask_storeu_ps(c + r * ldc, s0, v[r]);
+}
 
 KT static void kernel_8x16(int64_t kc, const float *a, int64_t lda, int mr, const float *bp, int nr, float *c,
                            int64_t ldc, int first, int last, const float *bias, const float *cbias,
@@ -187,33 +221,48 @@ KT static void kernel_8x16(int64_t kc, const float *a, int64_t lda, int mr, cons
 {
     TILE_ROWS;
     __m512 c00 = _mm512_setzero_ps(), c10 = c00, c20 = c00, c30 = c00, c40 = c00, c50 = c00, c60 = c00, c70 = c00;
-    __mmask16 s0 = lanes_lo(nr);
     for (int64_t p = 0; p < kc; p++, bp += 32) {
         __m512 b0 = _mm512_load_ps(bp), t;
-        ROW_FMA16(0, A_INPLACE) ROW_FMA16(1, A_INPLACE) ROW_FMA16(2, A_INPLACE) ROW_FMA16(3, A_INPLACE)
-        ROW_FMA16(4, A_INPLACE) ROW_FMA16(5, A_INPLACE) ROW_FMA16(6, A_INPLACE) ROW_FMA16(7, A_INPLACE)
+        EACH_ROW(ROW_FMA16)
     }
-    if (!first) {
-        ROW_LOAD16(0) ROW_LOAD16(1) ROW_LOAD16(2) ROW_LOAD16(3) ROW_LOAD16(4) ROW_LOAD16(5) ROW_LOAD16(6) ROW_LOAD16(7)
+    __m512 v[8] = {c00, c10, c20, c30, c40, c50, c60, c70};
+    end_x16(v, mr, lanes_lo(nr), c, ldc, first, last, bias, cbias, e);
+}
+
+/* The 8 x 8 quarter, for a strip of at most 8 columns (a MatMul's 4 or 6
+ * outputs, the last 4 of 100 output pixels): the chains in 256-bit
+ * registers, which Zen 4 runs at twice the rate of its split 512-bit
+ * FMAs (2100 x 128 x 6: 0.12 ms in 512 bits with 10 of 16 lanes idle),
+ * then widened (upper lanes zero, never stored) for end_x16. Each lane's
+ * FMA chain is the 16-lane tile's. */
+#define ROW_FMA8(r, A)           \
+    t8 = _mm256_set1_ps(A(r));   \
+    y##r = _mm256_fmadd_ps(t8, b8, y##r);
+
+/* FMA for the 256-bit forms (AVX-512F implies no FMA to the compiler;
+ * every AVX-512 CPU has it, and util/isa's levels require it below) */
+__attribute__((target("avx512f,fma"))) static void kernel_8x8(int64_t kc, const float *a, int64_t lda, int mr,
+                                                               const float *bp, int nr, float *c, int64_t ldc,
+                                                               int first, int last, const float *bias,
+                                                               const float *cbias, const fgemm_epi_t *e)
+{
+    TILE_ROWS;
+    __m256 y0 = _mm256_setzero_ps(), y1 = y0, y2 = y0, y3 = y0, y4 = y0, y5 = y0, y6 = y0, y7 = y0;
+    for (int64_t p = 0; p < kc; p++, bp += 32) {
+        __m256 b8 = _mm256_load_ps(bp), t8;
+        EACH_ROW(ROW_FMA8)
     }
-    __m512 cb0 = cbias ? _mm512_maskz_loadu_ps(s0, cbias) : _mm512_setzero_ps();
-    if (last) {
-        ROW_FINISH16(0) ROW_FINISH16(1) ROW_FINISH16(2) ROW_FINISH16(3) ROW_FINISH16(4) ROW_FINISH16(5)
-        ROW_FINISH16(6) ROW_FINISH16(7)
-        if (act_deferred(e)) {
-            __m512 v[8] = {c00, c10, c20, c30, c40, c50, c60, c70};
-            act_block(v, mr, e);
-            c00 = v[0], c10 = v[1], c20 = v[2], c30 = v[3], c40 = v[4], c50 = v[5], c60 = v[6], c70 = v[7];
-        }
-    }
-    ROW_STORE16(0) ROW_STORE16(1) ROW_STORE16(2) ROW_STORE16(3) ROW_STORE16(4) ROW_STORE16(5) ROW_STORE16(6)
-    ROW_STORE16(7)
+    __m512 v[8] = {_mm512_zextps256_ps512(y0), _mm512_zextps256_ps512(y1), _mm512_zextps256_ps512(y2),
+                   _mm512_zextps256_ps512(y3), _mm512_zextps256_ps512(y4), _mm512_zextps256_ps512(y5),
+                   _mm512_zextps256_ps512(y6), _mm512_zextps256_ps512(y7)};
+    end_x16(v, mr, lanes_lo(nr), c, ldc, first, last, bias, cbias, e);
 }
 
 KT static void tile_avx512(int64_t kc, const float *a, int64_t lda, int mr, const float *bp, int nr, float *c,
                         int64_t ldc, int first, int last, const float *bias, const float *cbias, const fgemm_epi_t *e)
 {
-    if (nr <= 16) kernel_8x16(kc, a, lda, mr, bp, nr, c, ldc, first, last, bias, cbias, e);
+    if (nr <= 8) kernel_8x8(kc, a, lda, mr, bp, nr, c, ldc, first, last, bias, cbias, e);
+    else if (nr <= 16) kernel_8x16(kc, a, lda, mr, bp, nr, c, ldc, first, last, bias, cbias, e);
     else kernel_8x32(kc, a, lda, mr, bp, nr, c, ldc, first, last, bias, cbias, e);
 }
 
@@ -530,7 +579,7 @@ KT static void residual_avx512(float *c, int64_t ldc, int mr, int nr, const floa
 }
 
 const fgemm_arch_t fgemm_arch_avx512 = {FG_MR, tile_avx512, pack_b, pack_taps, gather_even_avx512,
-                                        tile_px_avx512, 1, fgemm_pack_px_avx, 0, residual_avx512, tile_px16_avx512,
+                                        tile_px_avx512, 1, fgemm_pack_px_avx, 0, residual_avx512, tile_px16_avx512, 1,
                                         row_px_avx512};
 
 #endif

@@ -56,4 +56,4 @@ static void gather_even_generic(float *dst, const float *src, int64_t n)
 }
 
 const fgemm_arch_t fgemm_arch_generic = {FG_MR, tile_generic, pack_b_generic, pack_taps_generic, gather_even_generic,
-                                         NULL, 0, NULL, 0, NULL, NULL};
+                                         NULL, 0, NULL, 0, NULL, NULL, 0};

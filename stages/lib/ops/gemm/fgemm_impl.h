@@ -76,6 +76,11 @@ typedef struct fgemm_arch {
      * 15]), noc <= 16; or NULL (tile_px runs those too: the same sums). */
     void (*tile_px16)(int64_t k, const float *const *px, const int32_t *koff, const float *wp, float *y, int64_t ldy,
                       int npix, int noc, const float *bias, const fgemm_epi_t *e);
+    /* 1 where tile() applies e->round == DT_FLOAT16 itself when last,
+     * after the rest of the epilogue (VCVTPS2PH to nearest even and back:
+     * half.h's bits); 0: the driver never hands it one (fgemm_tile_post
+     * rounds). */
+    int tile_round_f16;
     /* fconv_px's row kernel (see fconv_px.c): output row r of a 3x3
      * convolution, stride sd (1 or 2), pad 1 on every side, of cin planes
      * of h x w (k = 9 cin <= FG_KB: one accumulation block), for 16 output
@@ -103,7 +108,9 @@ const fgemm_arch_t *fgemm_arch(void);
  * tile of C (rows ldc apart): with a residual (res: the tile's first
  * element's, rows ldc apart) the tiles ran fgemm_epi_tile(e) -- no
  * activation -- and this adds res, then applies e's activation; without
- * one, Sigmoid or SiLU where the set's tiles leave them, else nothing. */
+ * one, Sigmoid or SiLU where the set's tiles leave them; then, with or
+ * without, e's storage rounding (fgemm_epi_t.round), if any. Called once
+ * per finished element: fconv_px.c's blocks go through it too. */
 fgemm_epi_t fgemm_epi_tile(const fgemm_epi_t *e);
 void fgemm_tile_post(float *c, int64_t ldc, int mr, int nr, const float *res, const fgemm_epi_t *e);
 

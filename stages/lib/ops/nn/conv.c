@@ -481,6 +481,12 @@ static int conv_bands(op_ctx_t *c, const conv_plan_t *p, int transposed)
     int take_res = own && residual_fits(c);
     if (own && (!c->residual || take_res)) c->act_done = fgemm_epi_act(&epi, c->node);
     c->res_done = take_res;
+    /* the storage rounding too, last, where nothing is left to apply after
+     * the tiles (every own path below ends in fgemm_tile_post) */
+    if (own && (c->act_done || c->node->act == ACT_NONE) && fgemm_rounds(c->round_out, epi.act)) {
+        epi.round = c->round_out;
+        c->round_done = c->round_out != DT_UNDEFINED;
+    }
     const float *res = take_res ? c->residual->data : NULL;
     for (int64_t n = 0; n < p->n && !rc; n++)
         for (int64_t gi = 0; gi < p->group && !rc; gi++) {

@@ -202,6 +202,11 @@ int matmul_run(op_ctx_t *c)
         fgemm_epi_t epi = {0};
         epi.col_bias = bias ? bias->data : NULL;
         c->act_done = fgemm_epi_act(&epi, c->node);
+        /* the storage rounding last, in the tiles, where they can */
+        if ((c->act_done || c->node->act == ACT_NONE) && fgemm_rounds(c->round_out, epi.act)) {
+            epi.round = c->round_out;
+            c->round_done = c->round_out != DT_UNDEFINED;
+        }
         fgemm_kept(p.nbatch * p.m, p.n, p.k, (const float *)ad, p.k, (const float *)bd, p.n, (float *)yd, p.n, &epi,
                    c->cache);
         return 0;
