@@ -364,14 +364,6 @@ static int resize_for(const prep_cfg_t *p, const image_t *dec, const prep_geom_t
     return rc;
 }
 
-/* Whether two tensors hold the same type, shape and bytes. */
-static int same_tensor(const tensor_t *a, const tensor_t *b)
-{
-    if (a->dtype != b->dtype || a->ndim != b->ndim || memcmp(a->dims, b->dims, sizeof a->dims))
-        return 0;
-    return !memcmp(a->data, b->data, (size_t)tensor_numel(a) * dtype_size(a->dtype));
-}
-
 /* Variant v's tensor ts[v] from its resized image, written to outdirs[v];
  * the file of an earlier variant's tensor with the same bytes (ts[u], from
  * the same resized image: from_rs) is linked. */
@@ -395,7 +387,8 @@ static int finish_variant(const prep_cfg_t *const *p, int v, const prep_sample_t
         apply_fill(p[v], g, &ts[v]);
     char *same_as = NULL;
     for (int u = 0; !rc && u < v && !same_as; u++)
-        if (from_rs[u] == from_rs[v] && ts[u].data && !strcmp(p[u]->input_name, p[v]->input_name) && same_tensor(&ts[u], &ts[v]))
+        if (from_rs[u] == from_rs[v] && ts[u].data && !strcmp(p[u]->input_name, p[v]->input_name) &&
+            tensor_identical(&ts[u], &ts[v]))
             same_as = tensor_path(p[u], s, outdirs[u]);
     if (!rc)
         rc = write_sample(p[v], s, dec, pi, g, &ts[v], same_as, outdirs[v], e);

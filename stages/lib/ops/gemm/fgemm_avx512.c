@@ -413,6 +413,14 @@ KT static void tile_px_avx512(int64_t k, const float *const *px, const int32_t *
 #define P16_FINISH(i) a##i = finish(a##i, bv, zero, e);
 #define P16_TO(i) v[i] = a##i;
 #define P16_FROM(i) a##i = v[i];
+/* The activation the finish left (act_deferred) on the 16 accumulators. */
+#define P16_ACT_DEFERRED              \
+    if (act_deferred(e)) {            \
+        __m512 v[16];                 \
+        P16(P16_TO)                   \
+        act_block(v, 16, e);          \
+        P16(P16_FROM)                 \
+    }
 
 /* fconv_px's tile for at most 16 output channels (fgemm_impl.h): 16
  * pixels' values broadcast against one vector of 16 channels' weights (16
@@ -444,12 +452,7 @@ KT static void tile_px16_avx512(int64_t k, const float *const *px, const int32_t
     __mmask16 chans = lanes_lo(noc);
     __m512 bv = bias ? _mm512_maskz_loadu_ps(chans, bias) : _mm512_setzero_ps(), zero = _mm512_setzero_ps();
     P16(P16_FINISH)
-    if (act_deferred(e)) {
-        __m512 v[16];
-        P16(P16_TO)
-        act_block(v, 16, e);
-        P16(P16_FROM)
-    }
+    P16_ACT_DEFERRED
     /* pixels 0..7 then 8..15, channels 0..7 then 8..15: four 8 x 8 transposes */
     int lo = npix < 8 ? npix : 8, n0 = noc < 8 ? noc : 8;
     __mmask16 pix_lo = (__mmask16)((1u << lo) - 1), pix_hi = (__mmask16)((1u << (npix - lo)) - 1);
@@ -550,12 +553,7 @@ KT static void row_px_avx512(const float *x, int64_t cin, int64_t h, int64_t w, 
                 ROWPX_STEP(_mm512_permutex2var_ps(row16(xr, c0 + 2, m2), even, row16(xr, c0 + 18, m3)), wq + 2 * wstep);
             }
         P16(ROWPX_FINISH)
-        if (act_deferred(e)) {
-            __m512 v[16];
-            P16(P16_TO)
-            act_block(v, 16, e);
-            P16(P16_FROM)
-        }
+        P16_ACT_DEFERRED
         P16(ROWPX_STORE)
     }
 }
