@@ -5,12 +5,14 @@
  * arithmetic, which is what two's-complement hardware gives and never UB. */
 #include <limits.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 #include <cblas.h>
 #include "ops/nn/nn_impl.h"
 #include "ops/gemm/blas.h"
 #include "ops/gemm/fgemm.h"
 #include "util/isa.h"
+#include "util/pool.h"
 
 static int fits_int(int64_t v) { return v >= 0 && v <= INT_MAX; }
 
@@ -160,15 +162,16 @@ static int matmul_batch(op_ctx_t *c, const mm_plan_t *p, const void *a, const vo
     return 0;
 }
 
-/* Batches one GEMM each, walking the broadcast batch dimensions. */
-static int matmul_batches(op_ctx_t *c, const mm_plan_t *p, const char *ad, const char *bd, char *yd)
+/* Each batch's element offsets into A (off[t]) and B (off[nbatch + t]),
+ * walking the broadcast batch dimensions with an odometer. */
+static int64_t *batch_offsets(const mm_plan_t *p)
 {
-    size_t es = dtype_size(c->in[0]->dtype);
-    int64_t idx[TENSOR_MAX_DIMS] = {0};
-    int64_t aoff = 0, boff = 0;
+    int64_t *off = xmalloc(2 * (size_t)p->nbatch * sizeof *off);
+    int64_t idx[TENSOR_MAX_DIMS] = {0}, aoff = 0, boff = 0;
     for (int64_t t = 0; t < p->nbatch; t++) {
-        if (matmul_batch(c, p, ad + aoff * es, bd + boff * es, yd + t * p->m * p->n * es, p->m)) return -1;
-        for (int d = p->nb - 1; d >= 0; d--) {   /* odometer over the batch */
+        off[t] = aoff;
+        off[p->nbatch + t] = boff;
+        for (int d = p->nb - 1; d >= 0; d--) {
             aoff += p->astr[d];
             boff += p->bstr[d];
             if (++idx[d] < p->bdims[d]) break;
@@ -177,7 +180,68 @@ static int matmul_batches(op_ctx_t *c, const mm_plan_t *p, const char *ad, const
             idx[d] = 0;
         }
     }
-    return 0;
+    return off;
+}
+
+/* Batches one GEMM each. */
+static int matmul_batches(op_ctx_t *c, const mm_plan_t *p, const char *ad, const char *bd, char *yd)
+{
+    size_t es = dtype_size(c->in[0]->dtype);
+    int64_t *off = batch_offsets(p);
+    int rc = 0;
+    for (int64_t t = 0; t < p->nbatch && !rc; t++)
+        rc = matmul_batch(c, p, ad + off[t] * es, bd + off[p->nbatch + t] * es, yd + t * p->m * p->n * es, p->m);
+    free(off);
+    return rc;
+}
+
+/* A batched float32 product on parity's kernels: each batch's blocks of
+ * BATCH_ROWS rows are the pool's tasks, each an fgemm on the task's thread
+ * (a pool_for inside a task runs serially). One after the other, the 8
+ * heads of RT-DETR's 300x300 attention were 8 products of a few tiny tasks
+ * each, which did not get faster past one thread (issue 41); here they are
+ * 40 tasks. The bits are fgemm's for the whole batch (own_sgemm's call):
+ * no element's sum depends on the rows a call covers (fgemm.c). */
+#define BATCH_ROWS 64
+typedef struct batch_job {
+    const mm_plan_t *p;
+    const float *a, *b;
+    float *y;
+    const int64_t *aoff, *boff;   /* per batch: the element offsets of its A and B */
+    int64_t row_blocks;
+} batch_job_t;
+
+static void batch_task(void *ctx, int64_t t)
+{
+    const batch_job_t *j = ctx;
+    const mm_plan_t *p = j->p;
+    int64_t bt = t / j->row_blocks, r0 = t % j->row_blocks * BATCH_ROWS;
+    int64_t rows = p->m - r0 < BATCH_ROWS ? p->m - r0 : BATCH_ROWS;
+    fgemm(rows, p->n, p->k, j->a + j->aoff[bt] + r0 * p->k, p->k, j->b + j->boff[bt], p->n,
+          j->y + (bt * p->m + r0) * p->n, p->n, NULL);
+}
+
+static void matmul_batches_pool(const mm_plan_t *p, const float *a, const float *b, float *y)
+{
+    int64_t *off = batch_offsets(p);
+    batch_job_t j = {p, a, b, y, off, off + p->nbatch, (p->m + BATCH_ROWS - 1) / BATCH_ROWS};
+    pool_for(p->nbatch * j.row_blocks, batch_task, &j);
+    free(off);
+}
+
+/* The epilogue of a product on fgemm: the per-column bias, the node's
+ * activation where the kernel does it, and last the storage rounding, in
+ * the tiles, where they can. */
+static fgemm_epi_t product_epilogue(op_ctx_t *c, const tensor_t *col_bias)
+{
+    fgemm_epi_t epi = {0};
+    epi.col_bias = col_bias ? col_bias->data : NULL;
+    c->act_done = fgemm_epi_act(&epi, c->node);
+    if ((c->act_done || c->node->act == ACT_NONE) && fgemm_rounds(c->round_out, epi.act)) {
+        epi.round = c->round_out;
+        c->round_done = c->round_out != DT_UNDEFINED;
+    }
+    return epi;
 }
 
 /* y[r][j] += bias[j]: the fused bias where the kernel's epilogue did not
@@ -199,19 +263,16 @@ int matmul_run(op_ctx_t *c)
     if (one_gemm && a->dtype == DT_FLOAT && fgemm_available()) {
         /* bias and activation in the kernel's epilogue; B (the weights,
          * where c->cache is given) packed once and kept */
-        fgemm_epi_t epi = {0};
-        epi.col_bias = bias ? bias->data : NULL;
-        c->act_done = fgemm_epi_act(&epi, c->node);
-        /* the storage rounding last, in the tiles, where they can */
-        if ((c->act_done || c->node->act == ACT_NONE) && fgemm_rounds(c->round_out, epi.act)) {
-            epi.round = c->round_out;
-            c->round_done = c->round_out != DT_UNDEFINED;
-        }
+        fgemm_epi_t epi = product_epilogue(c, bias);
         fgemm_kept(p.nbatch * p.m, p.n, p.k, (const float *)ad, p.k, (const float *)bd, p.n, (float *)yd, p.n, &epi,
                    c->cache);
         return 0;
     }
-    int rc = one_gemm ? matmul_batch(c, &p, ad, bd, yd, p.nbatch * p.m) : matmul_batches(c, &p, ad, bd, yd);
+    int rc = 0;
+    if (one_gemm) rc = matmul_batch(c, &p, ad, bd, yd, p.nbatch * p.m);
+    else if (a->dtype == DT_FLOAT && fgemm_available() && p.m > 0 && p.n > 0 && p.k > 0)
+        matmul_batches_pool(&p, (const float *)ad, (const float *)bd, (float *)yd);
+    else rc = matmul_batches(c, &p, ad, bd, yd);
     if (!rc && bias) add_col_bias((float *)yd, bias->data, p.nbatch * p.m, p.n);
     return rc;
 }
@@ -303,6 +364,40 @@ static uint64_t sat_bits(double v, int is_signed, int bits)
     return (uint64_t)v;
 }
 
+/* op(B) as a new k x n copy (B is n x k where transB is set). */
+static float *gemm_b_untransposed(const float *b, int64_t k, int64_t n)
+{
+    float *t = xmalloc((size_t)(k * n) * sizeof *t);
+    for (int64_t q = 0; q < k; q++)
+        for (int64_t j = 0; j < n; j++) t[q * n + j] = b[j * k + q];
+    return t;
+}
+
+/* A float32 Gemm as a Linear layer is exported: alpha 1, A untransposed, C
+ * absent or one value per column with beta 1. It runs as a MatMul does:
+ * on the pool, B (the weights, where the node keeps a cache) transposed
+ * and packed once, C added in the epilogue, the activation and the
+ * storage rounding too. The general path computed the same bits (the
+ * product, then + 1*C[j], one rounding) with B transposed and packed on
+ * every run and the additions in serial loops: RT-DETR's attention output
+ * projections took as long at 16 threads as at one (issue 41).
+ * Returns 1 when it ran, 0 when the Gemm is not of that form. */
+static int gemm_linear(op_ctx_t *c, const gemm_plan_t *p, double alpha, double beta)
+{
+    const tensor_t *a = c->in[0], *b = c->in[1], *cc = c->n_in > 2 ? c->in[2] : NULL;
+    if (a->dtype != DT_FLOAT || !fgemm_available() || alpha != 1.0 || p->ta || p->m <= 0 || p->n <= 0 || p->k <= 0)
+        return 0;
+    if (cc && !(beta == 1.0 && p->cm == 1 && p->cn == p->n && tensor_numel(cc) == p->n)) return 0;
+    fgemm_epi_t epi = product_epilogue(c, cc);
+    /* a kept packing never reads B again */
+    int kept = c->cache && *c->cache;
+    float *bt = p->tb && !kept ? gemm_b_untransposed(b->data, p->k, p->n) : NULL;
+    fgemm_kept(p->m, p->n, p->k, a->data, p->k, bt ? bt : (const float *)b->data, p->n, c->out[0]->data, p->n, &epi,
+               c->cache);
+    free(bt);
+    return 1;
+}
+
 int gemm_run(op_ctx_t *c)
 {
     gemm_plan_t p;
@@ -311,6 +406,7 @@ int gemm_run(op_ctx_t *c)
     tensor_t *y = c->out[0];
     double alpha = attr_float(c->node, "alpha", 1.0f), beta = attr_float(c->node, "beta", 1.0f);
     dtype_t dt = a->dtype;
+    if (gemm_linear(c, &p, alpha, beta)) return 0;
     if (dt != DT_FLOAT && dt != DT_DOUBLE) {
         DISPATCH_INT(dt, GEMM_INT_BODY(), return op_fail(c, "type %s is not supported", dtype_name(dt)));
         return 0;

@@ -221,8 +221,11 @@ void softmax_axis(int kind, dtype_t dt, const void *x, void *y,
     }, (void)0)
 }
 
-/* Contiguous float32 rows spread over the pool, ROWS_WORK elements a task. */
-#define ROWS_WORK 16384
+/* Contiguous float32 rows spread over the pool, ROWS_WORK elements a task
+ * (16384 left RT-DETR's decoder 2 tasks for its 2,400 rows of 12 weights,
+ * as slow at 16 threads as at one; a task of 2048 still costs far more
+ * than the pool's hand-out). */
+#define ROWS_WORK 2048
 typedef struct rows_job {
     int kind;
     const float *x;
