@@ -124,6 +124,13 @@ static void gen_square(oc_inst_t *t, int v)
     {.op = "Sub", .opset = 14, .what = what_ " - 5x3x4099 on 3 threads", .n_in = 2, .threads = 3, \
      .in = {IN_U(DT_FLOAT, -2, 2, shape), IN_U(DT_FLOAT, -3, 3, DIMS(5, 3, 4099))}, .ref = oc_ref_elementwise, \
      .elem = e_sub}
+/* rows shorter than a vector, one operand repeating its row over the axis
+ * above (binary.c's f32_groups), both orders, across 16K-element chunks */
+#define SHORT_ROWS(big, small, what_) \
+    {.op = "Sub", .opset = 14, .what = what_ " on 3 threads", .n_in = 2, .threads = 3, \
+     .in = {IN_U(DT_FLOAT, -3, 3, big), IN_U(DT_FLOAT, -2, 2, small)}, .ref = oc_ref_elementwise, .elem = e_sub}, \
+    {.op = "Sub", .opset = 14, .what = what_ ", operands swapped, on 3 threads", .n_in = 2, .threads = 3, \
+     .in = {IN_U(DT_FLOAT, -2, 2, small), IN_U(DT_FLOAT, -3, 3, big)}, .ref = oc_ref_elementwise, .elem = e_sub}
 #define I32(...) IN_V(DT_INT32, DIMS(11), __VA_ARGS__)
 #define DIVMOD_X I32(7, -7, 7, -7, INT32_MIN, INT32_MIN, 5, 0, 13, -13, INT32_MAX)
 #define DIVMOD_Y I32(2, 2, -2, -2, -1, 0, 0, 3, 5, 5, -1)
@@ -139,6 +146,9 @@ static void gen_square(oc_inst_t *t, int v)
 
 const op_case_t cases_binary[] = {
     ARITH4("Add", e_add), ARITH4("Sub", e_sub), ARITH4("Mul", e_mul), ARITH4("Div", e_div),
+    SHORT_ROWS(DIMS(300, 8, 3, 4, 2), DIMS(300, 1, 1, 1, 2), "300x8x3x4x2 - 300x1x1x1x2 (rows of 2)"),
+    SHORT_ROWS(DIMS(5, 7, 3), DIMS(5, 1, 3), "5x7x3 - 5x1x3 (groups of 21)"),
+    SHORT_ROWS(DIMS(2, 1500, 11), DIMS(1, 1, 11), "2x1500x11 - 11 (one row for all)"),
     /* the storage types' ranges (storage.c): FP16 overflows past 65504 (to inf from 65520), BF16 past
      * 3.3961e38 (float32 at 3.4028e38), FP16 subnormals below 6.1e-5 (flushed under 3e-8) */
     {.op = "Add", .opset = 14, .what = "sums around FP16's largest (64000 to 67600)", .n_in = 2,

@@ -8,6 +8,7 @@
  * wraps to INT_MIN (and INT_MIN % -1 is 0). Integer division truncates
  * toward zero (C, ONNX Runtime); Mod with fmod=0 follows Python's sign rule
  * (the result takes the divisor's sign), fmod=1 C's. */
+#include <string.h>
 #include <tgmath.h>
 #include "ops/elementwise/elementwise_impl.h"
 #include "ops/elementwise/vmath.h"
@@ -118,8 +119,71 @@ static void f32_piece(vm_binary_fn form, vm_binop_t op, const float *a, int sa, 
     else vm_binary1_from(op, a, sa, b, sb, o, 0, n);
 }
 
+/* Rows shorter than a vector, grouped. A plan whose rows are a few
+ * elements (RT-DETR's sampling offsets, [300,8,3,4,2] times [300,1,1,1,2]:
+ * 28,800 rows of 2) went a row at a time, element by element. Where the
+ * axis above the rows is walked contiguously by one operand and repeats
+ * the other's row, a group of those rows is one row of the vector form:
+ * the repeated row copied out as many times as the group needs (the same
+ * values, so the same bits). The operand that walks is x or y: `rep` says
+ * which repeats (0 or 1). */
+#define GROUP_MAX 4096
+static int f32_groups(const ew_job_t *j, int64_t s, int64_t e, vm_binop_t op, int rep)
+{
+    const bcast_t *b = j->b;
+    bcast_t g = *b;   /* the rows of b, each group of dims[rank-2] rows one row */
+    g.rank = b->rank - 1;
+    g.inner = b->dims[b->rank - 2] * b->inner;
+    g.dims[g.rank - 1] = g.inner;
+    g.rows = b->rows / b->dims[b->rank - 2];
+    for (int i = 0; i < 2; i++) g.st[i][g.rank - 1] = g.is[i] = 1;
+    const int64_t n = b->inner, chunk = GROUP_MAX / n * n;
+    float pattern[GROUP_MAX + 16];
+    const float *made_from = NULL;   /* the row pattern[0, made) repeats */
+    int64_t made = 0;
+    vm_binary_fn form = vm_binary_f32_form();
+    const float *xs = j->x, *ys = j->y;
+    float *o = j->o;
+    int64_t pos = s;
+    bcast_iter_t it = bcast_seek(&g, pos / g.inner);
+    while (pos < e) {
+        int64_t base = it.row * g.inner, j0 = pos - base, j1 = e - base < g.inner ? e - base : g.inner;
+        const float *walk = (rep ? xs : ys) + it.off[rep ? 0 : 1], *row = (rep ? ys : xs) + it.off[rep ? 1 : 0];
+        int64_t filled = j1 - j0 + n < chunk + n ? j1 - j0 + n : chunk + n;
+        if (row != made_from || filled > made) {   /* else the copies of the last group serve */
+            memcpy(pattern, row, (size_t)n * sizeof *pattern);
+            for (int64_t k = n; k < filled; k *= 2)   /* the copies so far, doubled */
+                memcpy(pattern + k, pattern, (size_t)(filled - k < k ? filled - k : k) * sizeof *pattern);
+            made_from = row;
+            made = filled;
+        }
+        for (int64_t q = j0; q < j1; q += chunk) {
+            int64_t len = j1 - q < chunk ? j1 - q : chunk;
+            const float *p = pattern + q % n;
+            if (rep) f32_piece(form, op, walk + q, 1, p, 1, o + base + q, len);
+            else f32_piece(form, op, p, 1, walk + q, 1, o + base + q, len);
+        }
+        pos = base + j1;
+        bcast_next(&g, &it);
+    }
+    return 0;
+}
+
+/* Which operand repeats its row along the axis above the rows, the other
+ * walking both axes as one (f32_groups); -1 where the plan is not that. */
+static int repeated_row(const bcast_t *b)
+{
+    if (b->n != 2 || b->rank < 2 || b->inner >= 16 || !b->is[0] || !b->is[1]) return -1;
+    const int r = b->rank - 2;
+    if (b->st[0][r] == b->inner && b->st[1][r] == 0) return 1;
+    if (b->st[1][r] == b->inner && b->st[0][r] == 0) return 0;
+    return -1;
+}
+
 static int f32_rows(const ew_job_t *j, int64_t s, int64_t e, vm_binop_t op)
 {
+    int rep = repeated_row(j->b);
+    if (rep >= 0) return f32_groups(j, s, e, op, rep);
     vm_binary_fn form = vm_binary_f32_form();
     BIN_ROWS(j, float, float, float, s, e,
              f32_piece(form, op, pa_ + (sa_ ? j0_ : 0), sa_, pb_ + (sb_ ? j0_ : 0), sb_, po_ + j0_, j1_ - j0_));
