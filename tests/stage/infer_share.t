@@ -23,30 +23,13 @@ from onnx import TensorProto, helper, numpy_helper
 
 sys.path.insert(0, os.path.dirname(__file__))
 from tap import ok, done, run
-from backend_lib import write_set, tmpdir
+from backend_lib import tmpdir
+from share_lib import same_tree, sample_sets
 
 root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 fx = os.path.join(root, "tests", "fixtures", "rtdetr-tiny")
 tmp = tmpdir("infer-share")
 rng = np.random.default_rng(7)
-
-
-def same_tree(a, b):
-    """Every file under a and b, byte for byte (names included)."""
-    fa, fb = [], []
-    for top, out in ((a, fa), (b, fb)):
-        for d, _, files in os.walk(top):
-            out.extend(os.path.relpath(os.path.join(d, f), top) for f in files)
-    if sorted(fa) != sorted(fb) or not fa:
-        return False
-    return all(open(os.path.join(a, f), "rb").read() == open(os.path.join(b, f), "rb").read() for f in fa)
-
-
-def sample_sets(base, samples):
-    """samples: {name: {tensor: array}} as a folder of sample folders."""
-    for name, feed in samples.items():
-        write_set(os.path.join(base, name), feed)
-    return base
 
 
 def check_model(tag, model, set_a, set_b, shared_names, whole_names, none_names=()):
