@@ -63,6 +63,7 @@ typedef struct sample {
     char *where;         /* the output folder as said on stderr, or NULL */
     int shown;           /* the sample the report shows */
     int done;
+    int base;            /* the set it shared with, where it did (layers_run in stats) */
     json_t *stats;       /* its latency figures, once run */
 } sample_t;
 
@@ -241,14 +242,34 @@ static exec_share_t *share_for(infer_ctx_t *c, const set_state_t *lead, const se
     return c->share[k];
 }
 
+/* The earlier set sample k of set t shares with (its base), vary marking
+ * the inputs in which they differ; -1 where none. Within its engine, the
+ * lead set's run; for another engine, an earlier set of t's engine whose
+ * sample differs only in some inputs (twins on one engine share all but
+ * the layers those reach), else the lead set's run (the layers the
+ * engines compute alike). */
+static int base_of(const set_state_t *sets, const tensor_set_t *in, const int *twin, int k, unsigned char *vary)
+{
+    const set_state_t *t = &sets[k];
+    size_t nv = (size_t)t->g->n_inputs;
+    for (int j = 1; j < k && t->g != sets[0].g; j++) {
+        memset(vary, 0, nv);
+        if (twin[j] >= 0 && sets[j].g == t->g && differing_inputs(t->g, &in[j], &in[k], vary)) return j;
+    }
+    memset(vary, 0, nv);
+    return differing_inputs(t->g, &in[0], &in[k], vary) ? 0 : -1;
+}
+
 /* Sample i of set 0 (lead), then the same-named not yet run samples of the
- * later sets, on what its run kept where they can. */
+ * later sets, each on what its base's run kept where it can. */
 static int run_group(infer_ctx_t *c, set_state_t *sets, int n_sets, int lead, int i, perr_t *e)
 {
     int *twin = xcalloc((size_t)n_sets, sizeof *twin);
+    int *n_keep = xcalloc((size_t)n_sets, sizeof *n_keep);
     tensor_set_t *in = xcalloc((size_t)n_sets, sizeof *in), *ref = xcalloc((size_t)n_sets, sizeof *ref);
-    exec_share_t **sh = xcalloc((size_t)n_sets, sizeof *sh), **keep = xcalloc((size_t)n_sets, sizeof *keep);
-    int rc = read_sample(c, &sets[lead], i, &in[lead], &ref[lead], e), n_keep = 0;
+    exec_share_t **sh = xcalloc((size_t)n_sets, sizeof *sh);
+    exec_share_t **keep = xcalloc((size_t)n_sets * n_sets, sizeof *keep);   /* row j: the shares set j's run keeps into */
+    int rc = read_sample(c, &sets[lead], i, &in[lead], &ref[lead], e);
     for (int k = lead + 1; k < n_sets && !rc && lead == 0; k++) {
         /* list_dir sorts names: one walk over each set finds the twins */
         set_state_t *t = &sets[k];
@@ -258,12 +279,20 @@ static int run_group(infer_ctx_t *c, set_state_t *sets, int n_sets, int lead, in
         rc = read_sample(c, &sets[k], twin[k], &in[k], &ref[k], e);
         /* (several sets never come with --dump or --reference: main.c) */
         unsigned char *vary = xcalloc((size_t)t->g->n_inputs + 1, 1);
-        if (!rc && differing_inputs(t->g, &in[lead], &in[k], vary)) keep[n_keep++] = sh[k] = share_for(c, &sets[lead], t, k, vary);
+        int j = rc ? -1 : base_of(sets, in, twin, k, vary);
+        if (j >= 0) {
+            sh[k] = share_for(c, &sets[j], t, k, vary);
+            keep[(size_t)j * n_sets + n_keep[j]++] = sh[k];
+            /* a base that reruns part binds what k needs of the rest */
+            if (sh[j]) exec_share_also(sh[j], sh[k]);
+            t->s[twin[k]].base = j;
+        }
         free(vary);
     }
-    if (!rc) rc = run_sample(c, &sets[lead], i, &in[lead], &ref[lead], keep, n_keep, NULL, e);
-    for (int k = lead + 1; k < n_sets && !rc && lead == 0; k++)
-        if (twin[k] >= 0) rc = run_sample(c, &sets[k], twin[k], &in[k], &ref[k], NULL, 0, sh[k], e);
+    for (int k = lead; k < n_sets && !rc && (k == lead || lead == 0); k++)
+        if (k == lead || twin[k] >= 0)
+            rc = run_sample(c, &sets[k], k == lead ? i : twin[k], &in[k], &ref[k], keep + (size_t)k * n_sets, n_keep[k],
+                            sh[k], e);
     for (int k = 0; k < n_sets; k++) {
         tensorset_free(&in[k]);
         tensorset_free(&ref[k]);
@@ -272,6 +301,7 @@ static int run_group(infer_ctx_t *c, set_state_t *sets, int n_sets, int lead, in
     free(ref);
     free(sh);
     free(keep);
+    free(n_keep);
     free(twin);
     return rc;
 }
@@ -302,19 +332,27 @@ static int write_profile(const graph_t *g, const double *ms, int runs, const cha
 /* stats.json of a set: the kernels that ran (the instruction set, the same
  * bits at any; whether matrix products went to OpenBLAS, not the same bits
  * on every CPU), and each sample's latency in the folder's order. */
-static int write_stats(const infer_ctx_t *c, const set_state_t *st, const infer_set_t *first, perr_t *e)
+static int write_stats(const infer_ctx_t *c, const set_state_t *st, perr_t *e)
 {
     json_t *root = json_object(), *samples = json_array();
     json_object_set_new(root, "threads", json_integer(c->cfg->threads));
     json_object_set_new(root, "isa", json_string(isa_name(isa_active())));
     json_object_set_new(root, "kernels", json_string(kernels_name(kernels_mode())));
-    if (st->shared) {   /* its samples' times are of the layers they ran (layers_run of layers) */
-        json_object_set_new(root, "shared_with", json_string(first->in));
-        json_object_set_new(root, "shared_output", json_string(first->out));
-        json_object_set_new(root, "shared_engine", json_string(c->job->engines[first->engine]));
+    int b = -1;   /* the set the first sharing sample shared with: the set's */
+    for (int i = 0; i < st->n && b < 0; i++)
+        if (json_object_get(st->s[i].stats, "layers_run")) b = st->s[i].base;
+    if (b >= 0) {   /* its samples' times are of the layers they ran (layers_run of layers) */
+        const infer_set_t *with = &c->job->sets[b];
+        json_object_set_new(root, "shared_with", json_string(with->in));
+        json_object_set_new(root, "shared_output", json_string(with->out));
+        json_object_set_new(root, "shared_engine", json_string(c->job->engines[with->engine]));
         json_object_set_new(root, "layers", json_integer(st->g->n_nodes));
     }
-    for (int i = 0; i < st->n; i++) json_array_append(samples, st->s[i].stats);
+    for (int i = 0; i < st->n; i++) {
+        if (b >= 0 && st->s[i].base != b && json_object_get(st->s[i].stats, "layers_run"))   /* another set's run */
+            json_object_set_new(st->s[i].stats, "shared_output", json_string(c->job->sets[st->s[i].base].out));
+        json_array_append(samples, st->s[i].stats);
+    }
     json_object_set_new(root, "samples", samples);
     int rc = write_json(st->set->stats, root, JSON_INDENT(1) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(6), e);
     json_decref(root);
@@ -342,7 +380,7 @@ int infer_all(graph_t *const *g, const exec_config_t *cfg, const infer_job_t *jo
     for (int k = 0; k < job->n_sets; k++) exec_share_free(c.share[k]);
     if (!rc && job->profile) rc = write_profile(g[0], c.layer_ms, sets[0].n * job->runs, job->profile, e);
     for (int k = 0; k < job->n_sets && !rc; k++)
-        if (job->sets[k].stats) rc = write_stats(&c, &sets[k], &job->sets[0], e);
+        if (job->sets[k].stats) rc = write_stats(&c, &sets[k], e);
     for (int k = 0; k < opened; k++) close_set(&sets[k], 1, &rc, e);
     free(sets);
     free(c.share);

@@ -120,15 +120,36 @@ for a, b in (("fp16", "mixed"), ("fp32", "tf32")):
             ok("shared_with" not in st[0], tag + ": the first set ran whole")
         check_layers(tag, st[1], eng[a][0], "%s/%s.s0" % (tmp, tag.replace(" ", "_").replace(",", "")), n_b, n_b - m)
 
-# 2. Twins on both engines: four sets in one process, the second engine's
-#    twin sharing with the first set too (orig_target_sizes varies).
+# 2. Twins on both engines: four sets in one process; the second engine's
+#    twin shares with that engine's own set, whose run is itself partial
+#    (what the twin needs of the layers it did not run is bound too).
 st = shared_run("rt-four", [(eng["fp16"][0], sa), (eng["fp16"][0], sb), (eng["mixed"][0], sa), (eng["mixed"][0], sb)])
 n16, nmx = len(eng["fp16"][1]["layers"]), len(eng["mixed"][1]["layers"])
 check_layers("four sets: fp16's twin", st[1], eng["fp16"][0], tmp + "/rt-four.s0", n16,
              n16 - oracle_matched(eng["fp16"][1], eng["fp16"][1], {"orig_target_sizes"}))
 check_layers("four sets: mixed", st[2], eng["fp16"][0], tmp + "/rt-four.s0", nmx, nmx - m16)
-check_layers("four sets: mixed's twin", st[3], eng["fp16"][0], tmp + "/rt-four.s0", nmx,
-             nmx - oracle_matched(eng["fp16"][1], eng["mixed"][1], {"orig_target_sizes"}))
+check_layers("four sets: mixed's twin (with mixed's partial run)", st[3], eng["mixed"][0], tmp + "/rt-four.s2", nmx,
+             nmx - oracle_matched(eng["mixed"][1], eng["mixed"][1], {"orig_target_sizes"}))
+
+# 2b. The same with a value the second engine's twin needs that its
+#    engine's own set neither runs nor reads (c: made by layers the engines
+#    compute alike, read only by the layer s reaches): the partial run
+#    must be given it to keep (exec_share_also), else the twin runs whole.
+x_info = [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 6, 6]),
+          helper.make_tensor_value_info("s", TensorProto.FLOAT, [1, 1])]
+yz_info = [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in ("y", "z")]
+chain = save_model(tmp, "chain", [helper.make_node("Relu", ["x"], ["a"]), helper.make_node("Exp", ["a"], ["c"]),
+                                  helper.make_node("Mul", ["c", "s"], ["y"]), helper.make_node("Softmax", ["x"], ["z"], axis=1)],
+                   x_info, yz_info)
+ch = {p: build(chain, p, "chain-" + p) for p in ("fp16", "mixed")}
+x = rng.standard_normal((1, 4, 6, 6)).astype(np.float32)
+ca = sample_sets(os.path.join(tmp, "ch-a"), {"1": {"x": x, "s": np.array([[1.5]], np.float32)}})
+cb = sample_sets(os.path.join(tmp, "ch-b"), {"1": {"x": x, "s": np.array([[-0.75]], np.float32)}})
+st = shared_run("chain", [(ch["fp16"][0], ca), (ch["fp16"][0], cb), (ch["mixed"][0], ca), (ch["mixed"][0], cb)])
+nch = len(ch["mixed"][1]["layers"])
+check_layers("chain: mixed", st[2], ch["fp16"][0], tmp + "/chain.s0", nch, nch - oracle_matched(ch["fp16"][1], ch["mixed"][1]))
+check_layers("chain: mixed's twin", st[3], ch["mixed"][0], tmp + "/chain.s2", nch,
+             nch - oracle_matched(ch["mixed"][1], ch["mixed"][1], {"s"}))
 
 # 3. Different models. w2 differs from w in one value in the middle, where
 #    the signature's sample of the bytes (128 from each end) does not look:
@@ -172,6 +193,41 @@ for args, what, words in (
     rc, _, err = run("infer", e1, *args)
     ok(one_line_error(rc, err, words), "usage: %s is refused (exit 2, says why)" % what, err)
 ok(not any(os.path.exists(o(n)) for n in range(1, 9)), "usage errors write nothing")
+
+# 5. The plan: rtdetr's fp16 and mixed (both `precision: fp16`) run each
+#    variant (and letterbox's twin) in one infer, the mixed engine after
+#    --engine; fp32 and tf32 (other global precisions) alone; the sharded
+#    form keeps a rule per cell; make -n prints the grouped recipe once.
+pd = os.path.join(tmp, "plan")
+rc, _, err = run("plan", os.path.join(root, "configs", "models", "rtdetr.yaml"), "-o", pd)
+if ok(rc == 0, "plan: rtdetr plans", err):
+    mk = open(os.path.join(pd, "plan.mk")).read()
+    lines = mk.splitlines()
+    infers = [l.split("INFER   rtdetr ", 1)[1].rstrip("'") for l in lines
+              if "@echo '  INFER   rtdetr " in l and " shard " not in l]
+    variants = ("rtdetr-official", "opencv-stretch", "letterbox", "bgr", "imagenet-norm")
+    want = []
+    for v in variants:
+        vs = [v, "letterbox-naive"] if v == "letterbox" else [v]
+        for ps in (["fp32"], ["tf32"], ["fp16", "mixed"]):
+            want.append("+".join("%s__%s" % (w, p) for p in ps for w in vs))
+    ok(sorted(infers) == sorted(want), "plan: fp16 and mixed cells of a variant and its twin in one infer, the others by precision",
+       sorted(set(infers) ^ set(want)))
+    group = [l for l in lines if "INFER   rtdetr letterbox__fp16+" in l]
+    i = lines.index(group[0]) if group else 0
+    rule, recipe = lines[i - 1], lines[i + 1]
+    cells = ["letterbox__fp16", "letterbox-naive__fp16", "letterbox__mixed", "letterbox-naive__mixed"]
+    ok(rule.startswith(" ".join("%s/cells/%s/out.done" % (pd, c) for c in cells) + " &: ") and
+       all("%s/engines/%s.engine" % (pd, p) in rule.split("&:")[1] for p in ("fp16", "mixed")),
+       "plan: one grouped rule makes the four cells' outputs, after both engines", rule[:300])
+    ok(recipe.count(" --engine ") == 1 and recipe.index("--engine '%s/engines/mixed.engine'" % pd) <
+       recipe.index("-o '%s/cells/letterbox__mixed/out'" % pd) and
+       recipe.index("-o '%s/cells/letterbox-naive__fp16/out'" % pd) < recipe.index(" --engine "),
+       "plan: the mixed cells come after --engine mixed.engine", recipe[:300])
+    ok(all(("INFER   rtdetr letterbox__%s shard $*" % p) in mk for p in ("fp16", "mixed")),
+       "plan: shards still run each cell alone")
+    ok(all(("%s/plan.mk: configs/precisions/%s.yaml" % (pd, p)) in mk for p in ("fp32", "tf32", "fp16", "mixed")),
+       "plan: a changed precision config plans again")
 
 shutil.rmtree(tmp, ignore_errors=True)
 done()

@@ -293,12 +293,6 @@ int exec_session_run(exec_session_t *s, const tensor_set_t *in, const exec_run_o
         env.n_keep = env.ro->keep ? env.ro->n_keep : 0;
         env.reuse = env.ro->reuse && share_reuse_bind(env.ro->reuse, g, rt) ? env.ro->reuse : NULL;
     }
-    /* a reusing run keeps nothing (its cut is not its own run's): the
-     * shares it was to keep into are left invalid */
-    if (env.reuse && env.n_keep) {
-        share_keep_end(env.keep, env.n_keep, 0);
-        env.n_keep = 0;
-    }
     if (env.n_keep) share_keep_begin(env.keep, env.n_keep, g, rt);
     rc = exec_nodes(g, rt, owned, s->arena, &env, NULL, e);
     if (env.n_keep) share_keep_end(env.keep, env.n_keep, rc == 0);

@@ -56,6 +56,10 @@ int exec_session_run(exec_session_t *s, const tensor_set_t *in, const exec_run_o
  * those read from the rest. Both graphs must outlive it. Dumps and
  * reference runs never keep or reuse. */
 exec_share_t *exec_share_plan(const graph_t *from, const graph_t *g, const unsigned char *vary);
+/* Chains shares: a run reusing s that keeps into next (planned from s's
+ * reusing graph) gets bound, from s's copies, the values next wants that
+ * it does not run itself. Call before the run that keeps into s. */
+void exec_share_also(exec_share_t *s, const exec_share_t *next);
 int exec_share_layers(const exec_share_t *s);      /* layers a reusing run runs */
 const unsigned char *exec_share_vary(const exec_share_t *s);
 /* s was planned from `from` to g for these varying inputs (s may be NULL). */

@@ -106,6 +106,13 @@ exec_share_t *exec_share_plan(const graph_t *from, const graph_t *g, const unsig
     return s;
 }
 
+void exec_share_also(exec_share_t *s, const exec_share_t *next)
+{
+    if (next->from != s->g) return;
+    for (int v = 0; v < s->g->n_vals; v++)
+        if (next->want[v]) mark_cut(s, v);
+}
+
 int exec_share_layers(const exec_share_t *s) { return s->n_reach; }
 
 const unsigned char *exec_share_vary(const exec_share_t *s) { return s->vary; }
@@ -138,14 +145,18 @@ static void put_kept(exec_share_t *s, int v, const tensor_t *t)
 
 void share_keep_begin(exec_share_t *const *keep, int n_keep, const graph_t *g, tensor_t *const *rt)
 {
-    /* valid only once the run completes (share_keep_end) */
+    /* valid only once the run completes with every wanted value copied
+     * (share_keep_end); nothing of an earlier run stays */
     for (int i = 0; i < n_keep; i++) {
         exec_share_t *s = keep[i];
         s->kept_ok = s->from == g;
-        for (int k = 0; k < g->n_inputs && s->kept_ok; k++) {
-            int v = g->inputs[k];
-            if (s->want[v]) put_kept(s, v, rt[v]);
+        for (int v = 0; v < s->from->n_vals; v++) {
+            tensor_free(s->kept[v]);
+            s->kept[v] = NULL;
         }
+        /* the inputs, and in a reusing run the values bound from its share */
+        for (int v = 0; v < g->n_vals && s->kept_ok; v++)
+            if (s->want[v] && rt[v] && g->vals[v].kind != VAL_CONST) put_kept(s, v, rt[v]);
     }
 }
 
@@ -157,7 +168,14 @@ void share_keep_value(exec_share_t *const *keep, int n_keep, int v, const tensor
 
 void share_keep_end(exec_share_t *const *keep, int n_keep, int ok)
 {
-    for (int i = 0; i < n_keep; i++) keep[i]->kept_ok = keep[i]->kept_ok && ok;
+    for (int i = 0; i < n_keep; i++) {
+        exec_share_t *s = keep[i];
+        s->kept_ok = s->kept_ok && ok;
+        /* a reusing run does not make the values it did not run: the ones
+         * wanted must have been bound (exec_share_also) */
+        for (int v = 0; v < s->from->n_vals && s->kept_ok; v++)
+            if (s->want[v] && !s->kept[v]) s->kept_ok = 0;
+    }
 }
 
 int share_reuse_bind(const exec_share_t *s, const graph_t *g, tensor_t **rt)
