@@ -264,7 +264,7 @@ static int base_of(const set_state_t *sets, const tensor_set_t *in, const int *t
  * later sets, each on what its base's run kept where it can. */
 static int run_group(infer_ctx_t *c, set_state_t *sets, int n_sets, int lead, int i, perr_t *e)
 {
-    int *twin = xcalloc((size_t)n_sets, sizeof *twin);
+    int *twin = xcalloc((size_t)n_sets, sizeof *twin), *base = xcalloc((size_t)n_sets, sizeof *base);
     int *n_keep = xcalloc((size_t)n_sets, sizeof *n_keep);
     tensor_set_t *in = xcalloc((size_t)n_sets, sizeof *in), *ref = xcalloc((size_t)n_sets, sizeof *ref);
     exec_share_t **sh = xcalloc((size_t)n_sets, sizeof *sh);
@@ -279,16 +279,18 @@ static int run_group(infer_ctx_t *c, set_state_t *sets, int n_sets, int lead, in
         rc = read_sample(c, &sets[k], twin[k], &in[k], &ref[k], e);
         /* (several sets never come with --dump or --reference: main.c) */
         unsigned char *vary = xcalloc((size_t)t->g->n_inputs + 1, 1);
-        int j = rc ? -1 : base_of(sets, in, twin, k, vary);
+        int j = base[k] = rc ? -1 : base_of(sets, in, twin, k, vary);
         if (j >= 0) {
             sh[k] = share_for(c, &sets[j], t, k, vary);
             keep[(size_t)j * n_sets + n_keep[j]++] = sh[k];
-            /* a base that reruns part binds what k needs of the rest */
-            if (sh[j]) exec_share_also(sh[j], sh[k]);
             t->s[twin[k]].base = j;
         }
         free(vary);
     }
+    /* a base that reruns part is bound what the sets sharing with it need
+     * of the rest; the last sets first, so that a chain passes it down */
+    for (int k = n_sets - 1; k > lead && !rc && lead == 0; k--)
+        if (twin[k] >= 0 && base[k] > 0 && sh[base[k]]) exec_share_also(sh[base[k]], sh[k]);
     for (int k = lead; k < n_sets && !rc && (k == lead || lead == 0); k++)
         if (k == lead || twin[k] >= 0)
             rc = run_sample(c, &sets[k], k == lead ? i : twin[k], &in[k], &ref[k], keep + (size_t)k * n_sets, n_keep[k],
@@ -302,6 +304,7 @@ static int run_group(infer_ctx_t *c, set_state_t *sets, int n_sets, int lead, in
     free(sh);
     free(keep);
     free(n_keep);
+    free(base);
     free(twin);
     return rc;
 }
