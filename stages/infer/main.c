@@ -21,7 +21,8 @@
  * --engine gives the pairs after it another engine: its layers that
  * compute what the first engine's do (engine/match.c decides from the
  * engines' bytes) take the first set's values instead of running (the
- * matrix's fp16 and mixed engines share their backbone).
+ * matrix's fp16 and mixed engines share their backbone), and its twins
+ * take what they can from an earlier set of their own engine.
  */
 #include <getopt.h>
 #include <stdio.h>

@@ -76,7 +76,6 @@ typedef struct set_state {
     char *stage;         /* a folder of samples: the staged output folder */
     sample_t *s;
     int n;
-    int shared;          /* samples that ran on a kept run's values */
     int cursor;          /* the first sample a later lead name can match (names are sorted) */
 } set_state_t;
 
@@ -88,7 +87,7 @@ typedef struct infer_ctx {
     const infer_job_t *job;
     double *times;      /* job->runs entries: the last sample's run times */
     double *layer_ms;   /* --profile: every timed run's layer times added up */
-    exec_share_t **share;  /* per set: the last share planned for it (from the first set's engine) */
+    exec_share_t **share;  /* per set: the last share planned for it (from its base's engine) */
 } infer_ctx_t;
 
 static void add_sample(set_state_t *st, const char *name, char *in, char *out, char *where, int shown)
@@ -204,10 +203,8 @@ static int run_sample(const infer_ctx_t *c, set_state_t *st, int i, const tensor
     json_object_set_new(s, "max_ms", json_real(c->times[n - 1]));
     json_object_set_new(s, "runs", json_integer(n));
     json_object_set_new(s, "sample", json_string(sm->name));
-    if (layers < st->g->n_nodes) {   /* a partial rerun: its time is of these layers only */
+    if (layers < st->g->n_nodes)   /* a partial rerun: its time is of these layers only */
         json_object_set_new(s, "layers_run", json_integer(layers));
-        st->shared++;
-    }
     sm->stats = s;
     sm->done = 1;
     return 0;
@@ -231,14 +228,14 @@ static int differing_inputs(const graph_t *g, const tensor_set_t *a, const tenso
     return fixed > 0;   /* nothing in common: nothing to reuse */
 }
 
-/* Set k's share from the lead set's runs for the inputs marked in vary:
- * the last one planned if it is that. */
-static exec_share_t *share_for(infer_ctx_t *c, const set_state_t *lead, const set_state_t *st, int k,
+/* Set k's share from runs of its base `from` for the inputs marked in
+ * vary: the last one planned for k if it is that. */
+static exec_share_t *share_for(infer_ctx_t *c, const set_state_t *from, const set_state_t *st, int k,
                                const unsigned char *vary)
 {
-    if (exec_share_is(c->share[k], lead->g, st->g, vary)) return c->share[k];
+    if (exec_share_is(c->share[k], from->g, st->g, vary)) return c->share[k];
     exec_share_free(c->share[k]);
-    c->share[k] = exec_share_plan(lead->g, st->g, vary);
+    c->share[k] = exec_share_plan(from->g, st->g, vary);
     return c->share[k];
 }
 
