@@ -162,8 +162,10 @@ void share_keep_begin(exec_share_t *const *keep, int n_keep, const graph_t *g, t
 
 void share_keep_value(exec_share_t *const *keep, int n_keep, int v, const tensor_t *t)
 {
+    /* kept_ok is 0 for a share planned from another graph (keep_begin): v
+     * is no index of its */
     for (int i = 0; i < n_keep; i++)
-        if (keep[i]->want[v]) put_kept(keep[i], v, t);
+        if (keep[i]->kept_ok && keep[i]->want[v]) put_kept(keep[i], v, t);
 }
 
 void share_keep_end(exec_share_t *const *keep, int n_keep, int ok)
