@@ -1,6 +1,6 @@
 /* infer — runs an engine on input tensor sets.
  *
- *   infer ENGINE -i IN -o OUT [--stats stats.json] [-i IN2 -o OUT2 [--stats S2]]...
+ *   infer ENGINE -i IN -o OUT [--stats stats.json] [[--engine ENGINE2] -i IN2 -o OUT2 [--stats S2]]...
  *         [--dump all|GLOB [--dump-budget BYTES | --dump-like DUMP]]
  *         [--threads N] [--runs N]
  *         [--reference REF_DUMP] [--profile profile.json]
@@ -18,6 +18,11 @@
  * sample of the same name: where it differs from that one only in some
  * inputs, only the layers they reach run again (run.c; issue 41: the
  * matrix's variants that differ only in an input read at the graph's end).
+ * --engine gives the pairs after it another engine: its layers that
+ * compute what the first engine's do (engine/match.c decides from the
+ * engines' bytes) take the first set's values instead of running (the
+ * matrix's fp16 and mixed engines share their backbone), and its twins
+ * take what they can from an earlier set of their own engine.
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -39,8 +44,13 @@ static const char usage[] =
     "  -i, --input IN           a tensor set, or a folder of them (one per sample)\n"
     "  -o, --output OUT         output tensor set(s), mirroring IN\n"
     "                           -i/-o again (and --stats, once per pair or never): more sets in the\n"
-    "                           same session; a sample that differs from the first set's sample of\n"
+    "                           same process; a sample that differs from the first set's sample of\n"
     "                           its name only in some inputs reruns only the layers they reach\n"
+    "      --engine ENGINE2     the -i/-o pairs after it run ENGINE2 (until the next --engine): the\n"
+    "                           layers it computes as ENGINE does take the first set's values, and\n"
+    "                           a set whose sample differs from an earlier ENGINE2 set's only in some\n"
+    "                           inputs reruns only the layers they reach (the same bytes always;\n"
+    "                           a set that cannot share runs whole)\n"
     "      --dump all|GLOB      also write intermediate tensors (by tensor name)\n"
     "      --dump-budget BYTES  write at most BYTES per sample (graph outputs, always written,\n"
     "                           included): every k-th dumped tensor in execution order, k the\n"
@@ -88,7 +98,7 @@ int main(int argc, char **argv)
         {"ignore", required_argument, 0, 'N'}, {"show-sample", required_argument, 0, 'S'},
         {"run-budget", required_argument, 0, 'U'}, {"dumps", required_argument, 0, 'D'},
         {"engines", required_argument, 0, 'E'}, {"cells", required_argument, 0, 'C'},
-        {"samples", required_argument, 0, 'M'},
+        {"samples", required_argument, 0, 'M'}, {"engine", required_argument, 0, 'G'},
         {"isa", required_argument, 0, 'I'}, {"kernels", required_argument, 0, 'K'}, {"help", no_argument, 0, 'h'},
         {"version", no_argument, 0, 'V'}, {0, 0, 0, 0},
     };
@@ -97,14 +107,26 @@ int main(int argc, char **argv)
     exec_config_t xc = {.threads = 1};
     const char *reference = NULL;
     const char *isa = NULL, *kernels = NULL;
-    const char **ins = NULL, **outs = NULL, **stats = NULL;
-    int n_ins = 0, n_outs = 0, n_stats = 0;
+    const char **ins = NULL, **outs = NULL, **stats = NULL, **engines = NULL;
+    int n_ins = 0, n_outs = 0, n_stats = 0, n_engines = 0, *in_engine = NULL, engine_used = 1;
+    add_path(&engines, &n_engines, NULL);   /* [0]: ENGINE, known once the options are read */
     name_sel_t keep = {0};
     int c;
     args_expand("infer", &argc, &argv);
     while ((c = getopt_long(argc, argv, "i:o:hV", longopts, NULL)) != -1) {
         switch (c) {
-        case 'i': add_path(&ins, &n_ins, optarg); break;
+        case 'i':
+            in_engine = xrealloc(in_engine, (size_t)(n_ins + 1) * sizeof *in_engine);
+            in_engine[n_ins] = n_engines - 1;
+            engine_used = 1;
+            add_path(&ins, &n_ins, optarg);
+            break;
+        case 'G':
+            if (!n_ins) die_usage("infer", "--engine %s before the first -i: the first pair runs ENGINE", optarg);
+            if (!engine_used) die_usage("infer", "--engine %s: the --engine before it has no -i/-o pair", optarg);
+            add_path(&engines, &n_engines, optarg);
+            engine_used = 0;
+            break;
         case 'o': add_path(&outs, &n_outs, optarg); break;
         case 'd': xc.dump = optarg; break;
         case 't': xc.threads = (int)opt_int("infer", "--threads", optarg, 1, 256); break;
@@ -133,6 +155,8 @@ int main(int argc, char **argv)
         }
     }
     if (optind != argc - 1) die_usage("infer", "expected exactly one ENGINE");
+    if (!engine_used) die_usage("infer", "--engine %s: no -i/-o pair follows it", engines[n_engines - 1]);
+    engines[0] = argv[optind];
     if (!n_ins || !n_outs) die_usage("infer", "missing -i IN or -o OUT");
     if (n_ins != n_outs) die_usage("infer", "%d -i and %d -o: give one -o for each -i", n_ins, n_outs);
     if (n_stats && n_stats != n_ins) die_usage("infer", "%d --stats for %d -i: give one for each -i, or none", n_stats, n_ins);
@@ -140,7 +164,8 @@ int main(int argc, char **argv)
         die_usage("infer", "several -i/-o pairs: not with --dump, --reference or --profile (one set each)");
     job.n_sets = n_ins;
     job.sets = xcalloc((size_t)n_ins, sizeof *job.sets);
-    for (int k = 0; k < n_ins; k++) job.sets[k] = (infer_set_t){ins[k], outs[k], n_stats ? stats[k] : NULL};
+    for (int k = 0; k < n_ins; k++) job.sets[k] = (infer_set_t){ins[k], outs[k], n_stats ? stats[k] : NULL, in_engine[k]};
+    job.engines = engines;
     for (int k = 0; k < n_ins; k++)
         for (int j = 0; j < k; j++)
             if (!strcmp(outs[j], outs[k])) die_usage("infer", "-o %s given twice", outs[k]);
@@ -159,11 +184,15 @@ int main(int argc, char **argv)
     pool_set_threads(xc.threads);
 
     perr_t e = {0};
-    graph_t *g = engine_read(argv[optind], NULL, &e);
-    if (!g) perr_die("infer", &e);
+    graph_t **g = xcalloc((size_t)n_engines, sizeof *g);
+    for (int i = 0; i < n_engines; i++)
+        if (!(g[i] = engine_read(engines[i], NULL, &e))) perr_die("infer", &e);
     job.reference = reference;
     if (infer_all(g, &xc, &job, &e)) perr_die("infer", &e);
-    graph_free(g);
+    for (int i = 0; i < n_engines; i++) graph_free(g[i]);
+    free(g);
+    free(engines);
+    free(in_engine);
     name_sel_free(&keep);
     free(job.sets);
     free(ins);

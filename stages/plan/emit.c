@@ -272,48 +272,59 @@ static void queue_infer_args(plan_out_t *o, const char *dir)
     queue_args(o, dir, "infer.args", a);
 }
 
-/* The cells of precision p of variant v and of the variants whose base it
- * is (twins.c): one infer process, each set with its output and stats. */
-static void emit_infer(plan_out_t *o, const char *dir, const int *twins, int v, int p)
+/* The cells of variant v and the variants whose base it is (twins.c) at
+ * precision p and the precisions whose base it is: one infer process, each
+ * set with its output and stats, each precision after the first given its
+ * engine with --engine. */
+static void emit_infer(plan_out_t *o, const char *dir, const int *twins, const int *ptwins, int v, int p)
 {
     const model_cfg_t *m = o->m;
-    const char *pn = m->precisions[p].name;
-    int group[PLAN_MAX], n = 0;   /* v, then the variants whose base it is */
+    int vg[PLAN_MAX], nv = 0, pg[PLAN_MAX], np = 0;   /* v, then its twins; p, then its twins */
     for (int w = 0; w < m->n_variants; w++)
-        if (w == v || twins[w] == v) group[n++] = w;
-    char cd[PLAN_MAX][512], label[1024] = "";
+        if (w == v || twins[w] == v) vg[nv++] = w;
+    for (int q = 0; q < m->n_precisions; q++)
+        if (q == p || ptwins[q] == p) pg[np++] = q;
+    int n = nv * np;
+    size_t cap = 1;   /* the label: the cells joined by "+" */
+    for (int i = 0; i < n; i++) cap += strlen(m->variants[vg[i % nv]].name) + strlen(m->precisions[pg[i / nv]].name) + 3;
+    char (*cd)[512] = xcalloc((size_t)n, sizeof *cd), *label = xcalloc(cap, 1);
     for (int i = 0; i < n; i++) {
-        const char *vn = m->variants[group[i]].name;
-        snprintf(cd[i], sizeof cd[i], "%s/cells/%s__%s", dir, vn, pn);
+        const char *vn = m->variants[vg[i % nv]].name, *pn = m->precisions[pg[i / nv]].name;
         size_t l = strlen(label);
-        snprintf(label + l, sizeof label - l, "%s%s__%s", l ? "+" : "", vn, pn);
+        snprintf(cd[i], sizeof cd[i], "%s/cells/%s__%s", dir, vn, pn);
+        snprintf(label + l, cap - l, "%s%s__%s", i ? "+" : "", vn, pn);
         mk_printf(o, i ? " %s/out.done" : "%s/out.done", cd[i]);
     }
     /* one recipe makes them all: grouped targets (GNU make 4.3) */
-    mk_printf(o, n > 1 ? " &: %s/engines/%s.engine" : ": %s/engines/%s.engine", dir, pn);
-    for (int i = 0; i < n; i++) put_stamp(o, dir, group[i]);
+    mk_printf(o, n > 1 ? " &:" : ":");
+    for (int j = 0; j < np; j++) mk_printf(o, " %s/engines/%s.engine", dir, m->precisions[pg[j]].name);
+    for (int i = 0; i < nv; i++) put_stamp(o, dir, vg[i]);
     mk_printf(o, " %s/infer.args $(PARITY_BIN)/infer", dir);
     put_reset(o);
     mk_printf(o, "\t@echo '  INFER   %s %s'\n\t$(Q)", m->name, label);
     for (int i = 0; i < n; i++) mk_printf(o, "rm -f '%s/out.done' && mkdir -p '%s' && ", cd[i], cd[i]);
     put_timed(o, dir, "infer", label);
-    mk_printf(o, "$(PARITY_BIN)/infer '%s/engines/%s.engine'", dir, pn);
+    mk_printf(o, "$(PARITY_BIN)/infer '%s/engines/%s.engine'", dir, m->precisions[p].name);
     for (int i = 0; i < n; i++) {
         char sets[1024];
-        pre_sets(m, dir, group[i], sets, sizeof sets);
+        if (i && i % nv == 0) mk_printf(o, " --engine '%s/engines/%s.engine'", dir, m->precisions[pg[i / nv]].name);
+        pre_sets(m, dir, vg[i % nv], sets, sizeof sets);
         mk_printf(o, " -i '%s' -o '%s/out' --stats '%s/stats.json'", sets, cd[i], cd[i]);
     }
     mk_printf(o, " --threads $(THREADS) @'%s/infer.args' && touch", dir);
     for (int i = 0; i < n; i++) mk_printf(o, " '%s/out.done'", cd[i]);
     mk_printf(o, "\n\n");
+    free(cd);
+    free(label);
 }
 
 static void emit_cells(plan_out_t *o, const char *dir)
 {
     const model_cfg_t *m = o->m;
     char ref[256], sets[1024];
-    int twins[PLAN_MAX];
+    int twins[PLAN_MAX], ptwins[PLAN_MAX];
     plan_twins(m, twins);
+    plan_precision_twins(m, ptwins);
     ref_cell(m, ref, sizeof ref);
     queue_compare_args(o, dir);
     if (has_task_eval(m)) {
@@ -344,9 +355,9 @@ static void emit_cells(plan_out_t *o, const char *dir)
                 put_timed(o, dir, "backend", cell);
                 mk_printf(o, "'%s' run --model '%s' --input '%s' --output '%s/out' --threads $(THREADS) --stats '%s/stats.json' "
                              "&& touch $@\n\n", backend, m->model, sets, cd, cd);
-            } else if (twins[v] < 0) {
-                emit_infer(o, dir, twins, v, p);
-            }   /* else made by its base variant's rule */
+            } else if (twins[v] < 0 && ptwins[p] < 0) {
+                emit_infer(o, dir, twins, ptwins, v, p);
+            }   /* else made by its base variant's or base precision's rule */
             shard_merge_out(o, dir, cell, m->variants[v].name);
             if (!is_ref) {
                 /* by detection where both sides' boxes are in the same coordinates: a variant
@@ -613,6 +624,10 @@ int plan_emit(const model_cfg_t *m, const char *dir, perr_t *e)
      * (twins.c): a changed one plans again */
     for (int v = 0; v < m->n_variants && !m->inputs; v++)
         if (!m->variants[v].text && m->variants[v].config) mk_printf(&o, "%s/plan.mk: %s\n", dir, m->variants[v].config);
+    /* and which precisions do, their precision configs */
+    for (int p = 0; p < m->n_precisions; p++)
+        if (!m->precisions[p].text && !m->precisions[p].backend && m->precisions[p].config)
+            mk_printf(&o, "%s/plan.mk: %s\n", dir, m->precisions[p].config);
     mk_printf(&o, "parity_first_sample = $(or $(firstword $(sort $(patsubst %%/,%%,$(dir $(wildcard $(1)/*/.))))),$(1))\n");
     shard_emit_vars(&o);
     emit_selection(&o, dir);

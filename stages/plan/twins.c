@@ -1,4 +1,6 @@
-/* twins.c — which preprocessing variants share their inference.
+/* twins.c — which cells share their inference: preprocessing variants
+ * that make the same tensors, and precisions whose engines may compute
+ * some layers alike.
  *
  * Two variants whose preprocess configs are the same but for `name:` and
  * `extra:` make the same image tensors and differ only in the extra inputs
@@ -7,7 +9,15 @@
  * infer process (emit.c), which reruns only the layers the differing
  * inputs reach (stages/infer/run.c). This is a hint, never a premise:
  * infer compares the tensors byte for byte and runs whole wherever they
- * differ, so a wrong guess costs time, not results. */
+ * differ, so a wrong guess costs time, not results.
+ *
+ * Two parity precisions whose configs set the same global `precision:`
+ * (rtdetr's fp16 and mixed, which pins LayerNorm, Softmax and the
+ * reductions to fp32) build engines that may compute many layers alike
+ * (the backbone): their cells of a variant and its twins run in the same
+ * infer process too, the second engine given by --engine; infer decides
+ * from the engines' bytes which layers it takes from the first
+ * (engine/match.c) and runs the rest. Also a hint, never a premise. */
 #include <stdlib.h>
 #include <string.h>
 #include "twins.h"
@@ -38,13 +48,13 @@ static int same_node(const cfg_node_t *a, const cfg_node_t *b)
     return 1;
 }
 
-/* Variant v's preprocess config, or NULL where it does not read (preprocess
- * will say why when it runs). */
-static config_t *load_variant(const variant_t *v)
+/* A variant's or precision's config (inline text, else its file), or NULL
+ * where it does not read (the stage that reads it will say why). */
+static config_t *load_entry(const char *text, const char *name, const char *path)
 {
     perr_t e = {0};
-    if (v->text) return config_parse(v->text, strlen(v->text), v->name, &e);
-    return v->config ? config_load(v->config, &e) : NULL;
+    if (text) return config_parse(text, strlen(text), name, &e);
+    return path ? config_load(path, &e) : NULL;
 }
 
 void plan_twins(const model_cfg_t *m, int *base)
@@ -53,11 +63,33 @@ void plan_twins(const model_cfg_t *m, int *base)
     config_t **c = xcalloc((size_t)m->n_variants + 1, sizeof *c);
     for (int v = 0; v < m->n_variants; v++) {
         base[v] = -1;
-        if (m->inputs || !(c[v] = load_variant(&m->variants[v]))) continue;
+        if (m->inputs || !(c[v] = load_entry(m->variants[v].text, m->variants[v].name, m->variants[v].config))) continue;
         for (int u = 0; u < v && base[v] < 0; u++)
             if (c[u] && base[u] < 0 && covers(c[u]->root, c[v]->root, skip) && covers(c[v]->root, c[u]->root, skip))
                 base[v] = u;
     }
     for (int v = 0; v < m->n_variants; v++) config_free(c[v]);
+    free(c);
+}
+
+/* The global precision a parity precision's config sets, or NULL. */
+static const char *global_precision(const config_t *c)
+{
+    const cfg_node_t *n = c ? cfg_map_get(c->root, "precision") : NULL;
+    return n && n->kind == CFG_SCALAR ? n->text : NULL;
+}
+
+void plan_precision_twins(const model_cfg_t *m, int *base)
+{
+    config_t **c = xcalloc((size_t)m->n_precisions + 1, sizeof *c);
+    for (int p = 0; p < m->n_precisions; p++) {
+        const precision_cfg_t *pc = &m->precisions[p];
+        base[p] = -1;
+        if (pc->backend || !(c[p] = load_entry(pc->text, pc->name, pc->config)) || !global_precision(c[p])) continue;
+        for (int q = 0; q < p && base[p] < 0; q++)
+            if (base[q] < 0 && global_precision(c[q]) && !strcmp(global_precision(c[q]), global_precision(c[p])))
+                base[p] = q;
+    }
+    for (int p = 0; p < m->n_precisions; p++) config_free(c[p]);
     free(c);
 }

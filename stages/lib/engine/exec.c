@@ -191,7 +191,7 @@ int exec_nodes(const graph_t *g, tensor_t **rt, tensor_t *owned, char *arena, ex
             int v = n->out[k];
             if (v < 0) continue;
             rt[v] = &owned[v];
-            if (!path && env->keep) share_keep_value(env->keep, v, &owned[v]);
+            if (!path && env->n_keep) share_keep_value(env->keep, env->n_keep, v, &owned[v]);
             if (path) snprintf(dname, sizeof dname, "%s/%s", path, g->vals[v].name);
             if (wants_dump(env->cfg, path ? dname : g->vals[v].name) && (path || !g->vals[v].is_output) &&
                 owned[v].dtype != DT_SEQUENCE)
@@ -290,11 +290,12 @@ int exec_session_run(exec_session_t *s, const tensor_set_t *in, const exec_run_o
      * wanted) or reference inputs (local error is per layer, whole) */
     if (!s->cfg.dump && !env.ro->reference) {
         env.keep = env.ro->keep;
-        env.reuse = env.ro->reuse && share_reuse_bind(env.ro->reuse, rt) ? env.ro->reuse : NULL;
+        env.n_keep = env.ro->keep ? env.ro->n_keep : 0;
+        env.reuse = env.ro->reuse && share_reuse_bind(env.ro->reuse, g, rt) ? env.ro->reuse : NULL;
     }
-    if (env.keep) share_keep_begin(env.keep, rt);
+    if (env.n_keep) share_keep_begin(env.keep, env.n_keep, g, rt);
     rc = exec_nodes(g, rt, owned, s->arena, &env, NULL, e);
-    if (env.keep) share_keep_end(env.keep, rc == 0);
+    if (env.n_keep) share_keep_end(env.keep, env.n_keep, rc == 0);
     if (env.ro->layers_run) *env.ro->layers_run = env.reuse ? exec_share_layers(env.reuse) : g->n_nodes;
     for (int i = 0; i < g->n_outputs && !rc; i++) {
         int v = g->outputs[i];

@@ -20,8 +20,10 @@ typedef struct exec_config {
     const char *dump;              /* NULL, "all", or a glob over tensor names */
 } exec_config_t;
 
-/* A share (share.c): what a run keeps so that a later run whose inputs
- * differ only in the varying ones recomputes only the layers those reach. */
+/* A share (share.c): what a run keeps so that a later run -- of the same
+ * graph with inputs that differ only in the varying ones, or of another
+ * graph that computes some layers alike (match.c) -- recomputes only the
+ * layers whose values differ. */
 typedef struct exec_share exec_share_t;
 
 /* One run's options; the executor writes only the sinks (layer_ms,
@@ -29,9 +31,11 @@ typedef struct exec_share exec_share_t;
 typedef struct exec_run_opts {
     const tensor_set_t *reference; /* local-error mode: feed each node the reference's inputs */
     double *layer_ms;              /* profile sink: each node's time is added to layer_ms[node] (n_nodes entries) */
-    exec_share_t *keep;            /* copy what a rerun with `reuse` needs (the cut, the fixed inputs) */
-    const exec_share_t *reuse;     /* run only the layers the varying inputs reach, on the kept cut, where
-                                      the fixed inputs are the kept ones byte for byte (else the whole graph) */
+    exec_share_t *const *keep;     /* copy what a rerun with each of these as `reuse` needs (the cut, the
+                                      fixed inputs): n_keep shares planned from this run's graph */
+    int n_keep;
+    const exec_share_t *reuse;     /* run only the layers whose values differ, on the kept cut, where the
+                                      fixed inputs are the kept ones byte for byte (else the whole graph) */
     int *layers_run;               /* sink: how many layers this run ran */
 } exec_run_opts_t;
 
@@ -45,12 +49,21 @@ exec_session_t *exec_session_open(const graph_t *g, const exec_config_t *cfg, pe
  * run at a time per session. */
 int exec_session_run(exec_session_t *s, const tensor_set_t *in, const exec_run_opts_t *ro, tensor_set_t *out,
                      perr_t *e);
-/* Plans a share of g for the graph inputs marked in vary (one flag per
- * g->inputs entry): the layers they reach, the values those read from the
- * rest. Dumps and reference runs never keep or reuse. */
-exec_share_t *exec_share_plan(const graph_t *g, const unsigned char *vary);
+/* Plans a share from runs of `from` to runs of g for the graph inputs of g
+ * marked in vary (one flag per g->inputs entry): the layers of g whose
+ * values differ (within one graph, from == g: the layers the varying
+ * inputs reach; across graphs: those match.c does not match), the values
+ * those read from the rest. Both graphs must outlive it. Dumps and
+ * reference runs never keep or reuse. */
+exec_share_t *exec_share_plan(const graph_t *from, const graph_t *g, const unsigned char *vary);
+/* Chains shares: a run reusing s that keeps into next (planned from s's
+ * reusing graph) gets bound, from s's copies, the values next wants that
+ * it does not run itself. Call before the run that keeps into s. */
+void exec_share_also(exec_share_t *s, const exec_share_t *next);
 int exec_share_layers(const exec_share_t *s);      /* layers a reusing run runs */
 const unsigned char *exec_share_vary(const exec_share_t *s);
+/* s was planned from `from` to g for these varying inputs (s may be NULL). */
+int exec_share_is(const exec_share_t *s, const graph_t *from, const graph_t *g, const unsigned char *vary);
 void exec_share_free(exec_share_t *s);
 /* Frees the session's arena, scratch and node caches; NULL is a no-op. */
 void exec_session_close(exec_session_t *s);

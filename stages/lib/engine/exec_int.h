@@ -14,7 +14,8 @@ typedef struct exec_env {
     tensor_set_t *out;           /* dumped tensors go here */
     scratch_pool_t *pool;
     void **node_cache;           /* one slot per node of the session's (top) graph */
-    exec_share_t *keep;          /* the top graph's cut values are copied here (share.c) */
+    exec_share_t *const *keep;   /* the top graph's wanted values are copied into these (share.c) */
+    int n_keep;
     const exec_share_t *reuse;   /* only the top graph's reached nodes run */
 } exec_env_t;
 
