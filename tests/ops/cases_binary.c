@@ -149,6 +149,7 @@ const op_case_t cases_binary[] = {
     SHORT_ROWS(DIMS(300, 8, 3, 4, 2), DIMS(300, 1, 1, 1, 2), "300x8x3x4x2 - 300x1x1x1x2 (rows of 2)"),
     SHORT_ROWS(DIMS(5, 7, 3), DIMS(5, 1, 3), "5x7x3 - 5x1x3 (groups of 21)"),
     SHORT_ROWS(DIMS(2, 1500, 11), DIMS(1, 1, 11), "2x1500x11 - 11 (one row for all)"),
+    SHORT_ROWS(DIMS(3, 0, 2), DIMS(3, 1, 2), "3x0x2 - 3x1x2 (an empty axis above the rows)"),
     /* the storage types' ranges (storage.c): FP16 overflows past 65504 (to inf from 65520), BF16 past
      * 3.3961e38 (float32 at 3.4028e38), FP16 subnormals below 6.1e-5 (flushed under 3e-8) */
     {.op = "Add", .opset = 14, .what = "sums around FP16's largest (64000 to 67600)", .n_in = 2,

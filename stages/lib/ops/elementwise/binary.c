@@ -175,6 +175,7 @@ static int repeated_row(const bcast_t *b)
 {
     if (b->n != 2 || b->rank < 2 || b->inner >= 16 || !b->is[0] || !b->is[1]) return -1;
     const int r = b->rank - 2;
+    if (b->inner < 1 || b->dims[r] < 1) return -1;   /* an empty output: nothing to group */
     if (b->st[0][r] == b->inner && b->st[1][r] == 0) return 1;
     if (b->st[1][r] == b->inner && b->st[0][r] == 0) return 0;
     return -1;
