@@ -24,7 +24,7 @@ from onnx import TensorProto, helper, numpy_helper
 sys.path.insert(0, os.path.dirname(__file__))
 from tap import ok, done, run
 from backend_lib import tmpdir
-from share_lib import same_tree, sample_sets
+from share_lib import fixture_inputs, same_tree, sample_sets
 
 root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 fx = os.path.join(root, "tests", "fixtures", "rtdetr-tiny")
@@ -72,9 +72,7 @@ def check_model(tag, model, set_a, set_b, shared_names, whole_names, none_names=
 #    same images, another orig_target_sizes); sample 3's image differs,
 #    sample 4 exists in the second set only, sample 0 in the first only,
 #    sample 5 is the same in both.
-img = np.load(os.path.join(fx, "input", "images.npy"))
-sizes = np.load(os.path.join(fx, "input", "orig_target_sizes.npy"))
-img2 = (img + rng.uniform(-0.05, 0.05, img.shape)).clip(0, 1).astype(np.float32)
+img, sizes, img2 = fixture_inputs(fx, rng)
 a = sample_sets(os.path.join(tmp, "rt-a"), {
     "0": {"images": img, "orig_target_sizes": sizes},
     "1": {"images": img, "orig_target_sizes": sizes},

@@ -23,7 +23,7 @@ from onnx import TensorProto, helper, numpy_helper
 sys.path.insert(0, os.path.dirname(__file__))
 from tap import ok, done, run, one_line_error
 from backend_lib import tmpdir, save_model
-from share_lib import same_tree, sample_sets
+from share_lib import fixture_inputs, same_tree, sample_sets
 
 root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 fx = os.path.join(root, "tests", "fixtures", "rtdetr-tiny")
@@ -97,9 +97,7 @@ def check_layers(tag, st, eng_a, out_a, layers, expect_run):
 # 1. The RT-DETR fixture at four precisions; three samples (two images).
 model = os.path.join(fx, "rtdetr_tiny_op16.onnx")
 eng = {p: build(model, p, "rt-" + p) for p in ("fp32", "tf32", "fp16", "mixed")}
-img = np.load(os.path.join(fx, "input", "images.npy"))
-sizes = np.load(os.path.join(fx, "input", "orig_target_sizes.npy"))
-img2 = (img + rng.uniform(-0.05, 0.05, img.shape)).clip(0, 1).astype(np.float32)
+img, sizes, img2 = fixture_inputs(fx, rng)
 sa = sample_sets(os.path.join(tmp, "rt-a"), {
     "1": {"images": img, "orig_target_sizes": sizes},
     "2": {"images": img2, "orig_target_sizes": sizes},
